@@ -1,0 +1,74 @@
+# skill-retrieval: two commands set everything up.
+#   make demo   create .venv, install, index the bundled examples, answer a query
+#   make test   run the whole test suite (builds the e2e environments on demand)
+
+PYTHON_BASE ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys; print(sys.executable)' || python3 -c 'import sys; print(sys.executable)')
+VENV        := .venv
+PY          := $(VENV)/bin/python
+CACHE       := .cache
+HERMES_VENV := $(CACHE)/hermes-venv
+NPM_DIR     := $(CACHE)/npm
+HERMES_VERSION      := 0.19.0
+CLAUDE_CODE_VERSION := 2.1.197
+CODEX_VERSION       := 0.171.0
+DEMO_INDEX  := $(CACHE)/demo-index.skr
+
+.PHONY: demo test test-fast bench eval install e2e-env clean help
+
+help:
+	@echo "make demo    set up .venv and run a query over examples/skills"
+	@echo "make test    run every test (installs Hermes and the npm CLIs into .cache on first use)"
+	@echo "make bench   cold-start benchmark against the interpreter floor"
+	@echo "make eval    retrieval quality on ../shared/eval/external"
+
+$(VENV)/.installed: pyproject.toml requirements.txt
+	$(PYTHON_BASE) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	@mkdir -p $(CACHE)
+	$(PY) bin/skill-retrieve build --root examples/skills --index $(DEMO_INDEX)
+	@echo
+	@echo '$$ echo "my pdf is scanned, pull the text out of it" | bin/skill-retrieve --root examples/skills --index $(DEMO_INDEX)'
+	@echo "my pdf is scanned, pull the text out of it" | bin/skill-retrieve --root examples/skills --index $(DEMO_INDEX)
+	@echo
+	@echo '$$ bin/skill-retrieve --root examples/skills --index $(DEMO_INDEX) --format json -k 2 rotate the kubernetes TLS certificates'
+	@bin/skill-retrieve --root examples/skills --index $(DEMO_INDEX) --format json -k 2 rotate the kubernetes TLS certificates
+
+$(HERMES_VENV)/.installed:
+	$(PYTHON_BASE) -m venv $(HERMES_VENV)
+	$(HERMES_VENV)/bin/pip install -q hermes-agent==$(HERMES_VERSION)
+	touch $@
+
+$(NPM_DIR)/.installed:
+	mkdir -p $(NPM_DIR)
+	cd $(NPM_DIR) && ( [ -f package.json ] || npm init -y >/dev/null ) && \
+	  npm install --no-audit --no-fund --loglevel=error \
+	    @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION)
+	touch $@
+
+# The e2e environments are heavy (Hermes ~230 MB, the CLIs ~650 MB) and live in
+# the ignored .cache folder; npm is optional so a machine without it skips those tests.
+e2e-env: $(HERMES_VENV)/.installed
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(NPM_DIR)/.installed; \
+	 else echo "npm not found: the Claude Code and Codex end-to-end tests will be skipped"; fi
+
+test: $(VENV)/.installed e2e-env
+	$(PY) -m pytest -q
+
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not e2e"
+
+bench: $(VENV)/.installed
+	$(PY) bench/bench.py
+
+eval: $(VENV)/.installed
+	$(PY) eval/run_eval.py
+
+clean:
+	rm -rf $(VENV) $(CACHE) .pytest_cache

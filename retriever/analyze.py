@@ -1,0 +1,64 @@
+"""Turn tokens into index terms: stopwords out, a light English stemmer.
+
+The options travel inside the index header, so a query is always analysed
+exactly as the skills it is matched against were.
+"""
+
+from retriever.tokenize import tokenize, is_cjk_token
+
+# Function words plus the web and tooling noise that every skill shares.
+STOPWORDS = frozenset("""
+a about above after again all also am an and any are as at be been before
+being below between both but by can could did do does doing down during each
+few for from further had has have having he her here hers him his how i if in
+into is it its itself just me more most my no nor not now of off on once only
+or other our ours out over own same she should so some such than that the
+their theirs them then there these they this those through to too under until
+up very was we were what when where which while who whom why will with would
+you your yours yourself please want need like get make let lets may might must
+shall use uses used using via etc e g eg ie i'm im it's dont don't can't cant
+http https www com org io html
+""".split())
+
+# Suffixes stripped by the light stemmer, longest first.  Conservative on
+# purpose: "skills"/"skill" and "testing"/"test" meet, "process" stays.
+_SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ed", "es", "s", "ly")
+
+
+def light_stem(t):
+    """Strip one common English suffix from words of 5+ letters, keeping a
+    stem of 3+ letters with a vowel.  CJK, digits and short words pass."""
+    if len(t) < 5 or not t.isalpha() or not t.isascii():
+        return t
+    if t.endswith(("ss", "us", "is", "sis")):
+        return t
+    for suf in _SUFFIXES:
+        if t.endswith(suf):
+            stem = t[: -len(suf)]
+            if suf == "ies" or suf == "ied":
+                stem += "y"
+            elif suf == "es" and not stem.endswith(("sh", "ch", "x", "z", "ss")):
+                # "notes" -> "note", "classes" -> "class"
+                stem += "e"
+            if len(stem) >= 3 and any(c in "aeiouy" for c in stem):
+                if suf in ("ing", "ed", "ings") and len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+                    stem = stem[:-1]  # "running" -> "run", "mapped" -> "map"
+                return stem
+            return t
+    return t
+
+
+def analyze(text, opts):
+    """Tokens of ``text`` turned into terms under the analyzer ``opts``
+    (a dict with ``stopwords`` and ``stem``), in order, repeats kept."""
+    toks = tokenize(text)
+    stop = STOPWORDS if opts.get("stopwords") else ()
+    stem = opts.get("stem") == "light"
+    out = []
+    for t in toks:
+        if t in stop:
+            continue
+        if stem and not is_cjk_token(t):
+            t = light_stem(t)
+        out.append(t)
+    return out

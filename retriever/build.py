@@ -1,0 +1,140 @@
+"""Build, store and revalidate an index: the cold path.
+
+Everything here may import freely (PyYAML, hashlib, os); the query path
+imports this module only when the index is missing, corrupt or stale.
+"""
+
+import hashlib
+import marshal
+import os
+import sys
+import time
+
+from retriever import discover, hermes_config, index, locate, skills, store
+
+
+def resolve(roots=None, platform=None, hermes_home=None, warn=None):
+    """Decide what an index covers.
+
+    Returns a dict: ``roots`` (list of root dicts, precedence order),
+    ``explicit`` (bool), ``platform``, ``hermes_home``, ``config`` (the path
+    whose changes matter, or None) and ``disabled`` (set of names).
+    """
+    hh = hermes_home or discover.hermes_home()
+    explicit = bool(roots)
+    # Hermes' config applies to the default roots, and to explicit roots
+    # when HERMES_HOME is set: a plain --root build is not silently filtered
+    # by some unrelated ~/.hermes.
+    use_config = not explicit or bool(os.environ.get("HERMES_HOME")) or hermes_home is not None
+    cfg = hermes_config.load(hh, warn) if use_config else {}
+    if explicit:
+        rlist = discover.dedupe_roots([{"path": locate.abspath(r), "source": "root", "prefix": ""}
+                                       for r in roots])
+    else:
+        rlist = discover.default_roots(external_dirs=hermes_config.external_dirs(cfg, hh))
+    return {
+        "roots": rlist,
+        "explicit": explicit,
+        "platform": platform or "",
+        "hermes_home": hh,
+        "config": hermes_config.config_path(hh) if use_config else None,
+        "disabled": hermes_config.disabled_names(cfg, platform) if use_config else set(),
+    }
+
+
+def signature(scope):
+    """Digest of the stat manifest and the roots: changes iff the skills,
+    their locations or the config changed."""
+    extra = [scope["config"]] if scope["config"] else []
+    man = discover.manifest(scope["roots"], extra)
+    roots = tuple((r["path"], r["prefix"]) for r in scope["roots"])
+    return hashlib.blake2b(marshal.dumps((roots, man)), digest_size=16).hexdigest()
+
+
+def build(scope, index_path, profile="default", warn=None):
+    """Collect, index and write.  Returns ``(header, problems)``.
+
+    ``warn`` receives one line per problem (file and reason); the build
+    never stops on a bad skill.
+    """
+    t0 = time.perf_counter()
+    sig = signature(scope)
+    recs, problems, counts = skills.collect(scope["roots"], scope["disabled"])
+    recs.sort(key=lambda r: r["id"])  # skill numbers follow id order: ties break by id
+    prof = index.PROFILES[profile]
+    built = index.build(recs, prof)
+    docs = [(r["id"], r["name"], r["path"], r["description"], r["vis"]) for r in recs]
+    header = {
+        "params": {"profile": profile, "k1": prof["k1"], "fields": prof["fields"],
+                   "analyzer": prof["analyzer"]},
+        "roots": [dict(r) for r in scope["roots"]],
+        "explicit": scope["explicit"],
+        "platform": scope["platform"],
+        "hermes_home": scope["hermes_home"],
+        "config": scope["config"],
+        "disabled": sorted(scope["disabled"]),
+        "signature": sig,
+        "built_at": time.time(),
+        "build_seconds": round(time.perf_counter() - t0, 3),
+        "counts": counts,
+        "problems": len(problems),
+    }
+    if warn:
+        for path, reason in problems:
+            warn("%s: %s" % (path, reason))
+    header = store.write(index_path, built, docs, header)
+    return header, problems
+
+
+def scope_of(header):
+    """The scope an existing index was built for (for revalidation)."""
+    return {
+        "roots": header["roots"],
+        "explicit": header["explicit"],
+        "platform": header["platform"],
+        "hermes_home": header["hermes_home"],
+        "config": header["config"],
+        "disabled": set(header["disabled"]),
+    }
+
+
+def is_stale(header):
+    """True when the skills or config changed since ``header`` was built."""
+    if header["explicit"]:
+        scope = scope_of(header)
+    else:
+        scope = resolve(None, header["platform"], header["hermes_home"])
+    return signature(scope) != header["signature"], scope
+
+
+def revalidate(index_path, profile=None, warn=None):
+    """Rebuild ``index_path`` if its skills changed.  Returns the reason or None."""
+    try:
+        header, f = store.read_header(index_path)
+        f.close()
+    except store.IndexError_ as exc:
+        return "unusable index (%s)" % exc
+    stale, scope = is_stale(header)
+    if not stale:
+        return None
+    if not header["explicit"]:
+        scope = resolve(None, header["platform"], header["hermes_home"], warn)
+    build(scope, index_path, profile or header["params"]["profile"])
+    return "skills changed"
+
+
+def background_revalidate(index_path):
+    """Body of the detached child the query path forks: revalidate, log
+    any rebuild, never print (stdout and stderr are /dev/null here)."""
+    try:
+        t0 = time.perf_counter()
+        reason = revalidate(index_path)
+        if reason:
+            locate.log("rebuilt %s in background (%s, %.2fs)" % (index_path, reason, time.perf_counter() - t0))
+    except Exception as exc:  # a background check must never surface
+        locate.log("background revalidation of %s failed: %s: %s" % (index_path, type(exc).__name__, exc))
+
+
+def stderr_warn(line):
+    """Write one warning line to stderr."""
+    sys.stderr.write("skill-retrieve: warning: %s\n" % line)

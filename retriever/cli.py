@@ -1,0 +1,159 @@
+"""The full command line: help, every subcommand, argparse.
+
+The query form has a hand-written fast path in ``retriever.entry``; this
+module parses the same grammar for ``--help`` and for the other
+subcommands.  Each subcommand lives in its own module, imported only when
+it runs, exposing ``add_arguments(parser)`` and ``run(args) -> exit code``.
+"""
+
+import argparse
+import sys
+
+PROG = "skill-retrieve"
+
+# name -> (module, one-line help).  Modules are imported on use.
+SUBCOMMANDS = {
+    "query": ("retriever.cli", "rank skills for a query (the default subcommand)"),
+    "build": ("retriever.cli", "build the index for a set of skill roots"),
+    "hook": ("retriever.hookio", "answer a runner's prompt hook (stdin JSON in, runner JSON out)"),
+    "explain": ("retriever.explain", "show why skills rank where they do"),
+    "install": ("retriever.install", "register the hook or plugin with an agent"),
+    "uninstall": ("retriever.install", "remove what install added"),
+    "doctor": ("retriever.doctor", "check skill roots, the index and runner set-up"),
+    "tokens": ("retriever.tokens", "estimate what retrieval saves per turn"),
+    "rerank-report": ("retriever.rerank", "summarise the LLM rerank A/B log"),
+}
+
+DESCRIPTION = """\
+Rank a skill library for one message with BM25 and print the few relevant
+skills, or nothing when none is relevant.
+
+  echo "rotate my k8s certs" | skill-retrieve
+  skill-retrieve --root ~/skills --format json fix a flaky test
+  skill-retrieve build --root ~/skills
+"""
+
+EPILOG = """\
+environment:
+  SKILL_RETRIEVAL_TOP_K      shortlist size (default 6)
+  SKILL_RETRIEVAL_INJECT_K   how many of the shortlist are printed (default: TOP_K)
+  SKILL_RETRIEVAL_REVALIDATE seconds between background freshness checks (default 2; off to disable)
+  XDG_CACHE_HOME             index cache folder parent (default ~/.cache)
+  HERMES_HOME                Hermes home for the default roots and config.yaml (default ~/.hermes)
+  HERMES_PLATFORM            platform for skills.platform_disabled
+
+exit status: 0 on success (also when nothing matched), 2 on a usage error.
+"""
+
+
+def _add_scope(p):
+    p.add_argument("--root", action="append", default=[], metavar="DIR",
+                   help="skill folder to index (repeatable); default: the agents' skill folders")
+    p.add_argument("--index", metavar="FILE", help="index file (default: per-user cache, keyed by roots)")
+    p.add_argument("--platform", metavar="NAME",
+                   help="Hermes platform for skills.platform_disabled (default $HERMES_PLATFORM)")
+
+
+def _add_query_args(p):
+    _add_scope(p)
+    p.add_argument("-k", type=int, metavar="N", help="number of skills printed (default $SKILL_RETRIEVAL_INJECT_K or 6)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: the block injected into prompts; json: one object for pipes")
+    p.add_argument("--fresh", action="store_true",
+                   help="check the skills for changes before answering (slower; rebuilds if stale)")
+    p.add_argument("words", nargs="*", metavar="WORDS", help="the query; read from stdin when absent")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, exit 2: the contract other tools rely on.
+        sys.stderr.write("%s: error: %s (see %s --help)\n" % (PROG, message, PROG))
+        sys.exit(2)
+
+
+def make_parser():
+    """The argparse parser with every subcommand."""
+    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from retriever import __version__
+    parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (mod, help_) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_, description=help_[0].upper() + help_[1:] + ".")
+        if name == "query":
+            _add_query_args(p)
+        elif name == "build":
+            _add_scope(p)
+            p.add_argument("--profile", choices=("default", "seed"), default="default",
+                           help="scoring profile (seed: the original name+description design, for comparison)")
+            p.add_argument("--quiet", "-q", action="store_true", help="do not list problem files")
+        else:
+            p.set_defaults(_module=mod)
+            try:
+                module = __import__(mod, fromlist=["add_arguments"])
+                module.add_arguments(p)
+            except (ImportError, AttributeError):
+                p.set_defaults(_missing=True)
+    return parser
+
+
+def run_build(args):
+    """``skill-retrieve build``: index the roots and report problems."""
+    from retriever import build, entry, locate
+    scope = build.resolve(args.root or None, args.platform, warn=build.stderr_warn)
+    path = locate.abspath(args.index) if args.index else locate.default_index_path(args.root, args.platform)
+    if not scope["roots"]:
+        sys.stderr.write("skill-retrieve: warning: no skill folders found%s\n"
+                         % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, .agents/skills)"))
+    header, problems = build.build(scope, path, args.profile,
+                                   warn=None if args.quiet else build.stderr_warn)
+    entry.touch_stamp(path)
+    counts = header["counts"]
+    shadowed = sum(c["shadowed"] for c in counts.values())
+    disabled = sum(c["disabled"] for c in counts.values())
+    sys.stdout.write("built %s: %d skills from %d root(s), %d disabled, %d shadowed, "
+                     "%d problem(s), %.2fs\n" % (path, header["n_docs"], len(scope["roots"]),
+                                                  disabled, shadowed, len(problems), header["build_seconds"]))
+    return 0
+
+
+def run_query(args):
+    """``skill-retrieve query`` through argparse (same behaviour as the fast path)."""
+    from retriever import entry, render
+    opts = {"roots": args.root, "index": args.index, "k": args.k, "platform": args.platform,
+            "fresh": args.fresh}
+    if args.k is not None and not 1 <= args.k <= 1000:
+        sys.stderr.write("skill-retrieve: error: -k must be from 1 to 1000 (see skill-retrieve --help)\n")
+        return 2
+    text = " ".join(args.words) if args.words else entry.read_stdin()
+    results, path = entry.answer(text, opts)
+    out = render.json_doc(text, results) if args.format == "json" else render.text_block(results)
+    entry.write_out(out)
+    entry.maybe_revalidate(path)
+    return 0
+
+
+def main(argv=None):
+    """Run the full CLI; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
+        argv = ["query"] + argv
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "query":
+            return run_query(args)
+        if args.command == "build":
+            return run_build(args)
+        if getattr(args, "_missing", False):
+            sys.stderr.write("skill-retrieve: %s is not available in this installation\n" % args.command)
+            return 2
+        module = __import__(args._module, fromlist=["run"])
+        return module.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        sys.stderr.write("skill-retrieve: error: %s: %s\n" % (type(exc).__name__, exc))
+        return 1

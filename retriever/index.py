@@ -1,0 +1,131 @@
+"""Build BM25 postings from skill records: plain data in, plain data out.
+
+Scoring is BM25F (Robertson, Zaragoza & Taylor 2004): a term's frequency in
+each field is length-normalised per field and weighted, the fields are
+summed, and only then saturated with k1.  With one field of weight 1 this is
+exactly Okapi BM25.  IDF is Lucene's always-positive form.  The final
+per-(term, skill) weight is computed here, at build time, so a query only
+adds up precomputed numbers.
+"""
+
+import math
+
+from retriever.analyze import analyze
+
+# Field name -> (weight, b).  "seed" reproduces the design we started from:
+# one text of "name: description" plus triggers and tags.
+PROFILES = {
+    "seed": {
+        "k1": 1.5,
+        "analyzer": {"stopwords": False, "stem": "none"},
+        "fields": {"seed": (1.0, 0.75)},
+    },
+    "default": {
+        "k1": 1.5,
+        "analyzer": {"stopwords": True, "stem": "light"},
+        "fields": {
+            "name": (3.0, 0.5),
+            "description": (2.0, 0.75),
+            "triggers": (2.0, 0.75),
+            "tags": (1.5, 0.5),
+            "category": (1.0, 0.5),
+            "body": (0.4, 0.75),
+        },
+    },
+}
+
+
+def split_camel(word):
+    """``"PRReview"`` -> ``"PR Review"``, ``"camelCase"`` -> ``"camel Case"``."""
+    out = []
+    n = len(word)
+    for i, ch in enumerate(word):
+        if i and ch.isupper() and (word[i - 1].islower() or word[i - 1].isdigit()
+                                   or (i + 1 < n and word[i + 1].islower() and word[i - 1].isupper())):
+            out.append(" ")
+        out.append(ch)
+    return "".join(out)
+
+
+def field_texts(skill, profile):
+    """The text of each field of ``profile`` for one skill record."""
+    name = skill["name"]
+    folder = skill["id"].rsplit("/", 1)[-1].split(":")[-1]
+    names = name if folder == name else name + " " + folder
+    if profile["fields"].keys() == {"seed"}:
+        return {"seed": " ".join([name + ": " + skill["description"]] + skill["triggers"] + skill["tags"])}
+    camel = split_camel(names)
+    return {
+        "name": names if camel == names else names + " " + camel,
+        "description": skill["description"],
+        "triggers": " ".join(skill["triggers"]),
+        "tags": " ".join(skill["tags"]),
+        "category": skill.get("category", "").replace("/", " "),
+        "body": skill.get("body", ""),
+    }
+
+
+def field_terms(skill, profile):
+    """``{field: [terms]}`` for one skill, analysed as the profile says."""
+    opts = profile["analyzer"]
+    return {f: analyze(t, opts) for f, t in field_texts(skill, profile).items() if f in profile["fields"]}
+
+
+def idf(n_docs, df):
+    """Lucene's IDF: ``log(1 + (N - df + 0.5) / (df + 0.5))``, always > 0."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def build(skills, profile):
+    """Compute the BM25F index of ``skills`` under ``profile``.
+
+    Returns a dict: ``terms`` (sorted by UTF-8 bytes), ``postings`` (per term,
+    a list of ``(doc, weight)`` with the highest weight first), ``idf`` (per
+    term), ``n_docs`` and ``avglen`` (per field).
+    """
+    fields = profile["fields"]
+    k1 = profile["k1"]
+    n = len(skills)
+    per_doc = []  # per doc: {field: (counts dict, length)}
+    total_len = dict.fromkeys(fields, 0)
+    df = {}
+    for s in skills:
+        ft = field_terms(s, profile)
+        entry = {}
+        seen = set()
+        for f, terms in ft.items():
+            counts = {}
+            for t in terms:
+                counts[t] = counts.get(t, 0) + 1
+            entry[f] = (counts, len(terms))
+            total_len[f] += len(terms)
+            seen.update(counts)
+        for t in seen:
+            df[t] = df.get(t, 0) + 1
+        per_doc.append(entry)
+    avglen = {f: (total_len[f] / n if n else 0.0) or 1.0 for f in fields}
+
+    idfs = {t: idf(n, d) for t, d in df.items()}
+    postings = {t: [] for t in df}
+    for doc, entry in enumerate(per_doc):
+        acc = {}
+        for f, (counts, length) in entry.items():
+            w, b = fields[f]
+            norm = w / (1.0 - b + b * length / avglen[f])
+            for t, c in counts.items():
+                acc[t] = acc.get(t, 0.0) + c * norm
+        for t, tfp in acc.items():
+            postings[t].append((doc, idfs[t] * tfp * (k1 + 1.0) / (tfp + k1)))
+    terms = sorted(df, key=lambda t: t.encode("utf-8"))
+    plist = []
+    for t in terms:
+        p = postings[t]
+        p.sort(key=lambda dw: (-dw[1], dw[0]))
+        plist.append(p)
+    return {
+        "terms": terms,
+        "postings": plist,
+        "idf": [idfs[t] for t in terms],
+        "n_docs": n,
+        "avglen": avglen,
+    }

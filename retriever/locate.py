@@ -1,0 +1,109 @@
+"""Where the index lives, computed without importing ``os``.
+
+The default index sits in the per-user cache, keyed by the roots it covers
+(and the Hermes platform, which changes the disabled set), so different
+skill sets never overwrite each other.  Used by the query path, so it leans
+on the built-in ``posix`` module only.
+"""
+
+import posix
+
+
+def env(name, default=""):
+    """An environment variable as str (posix.environ has bytes keys)."""
+    v = posix.environ.get(name.encode())
+    return v.decode("utf-8", "surrogateescape") if v is not None else default
+
+
+def home():
+    """The user's home folder."""
+    h = env("HOME")
+    if h:
+        return h
+    import os
+    return os.path.expanduser("~")
+
+
+def abspath(p):
+    """Absolute form of ``p``, ``~`` expanded, without touching the disk."""
+    if p.startswith("~"):
+        p = home() + p[1:]
+    if not p.startswith("/"):
+        p = posix.getcwd() + "/" + p
+    while len(p) > 1 and p.endswith("/"):
+        p = p[:-1]
+    return p
+
+
+def isdir(p):
+    """True if ``p`` is a folder (following links)."""
+    try:
+        return (posix.stat(p).st_mode & 0o170000) == 0o040000
+    except OSError:
+        return False
+
+
+def cache_dir():
+    """``$XDG_CACHE_HOME/skill-retrieval``, else ``~/.cache/skill-retrieval``."""
+    base = env("XDG_CACHE_HOME") or home() + "/.cache"
+    return abspath(base) + "/skill-retrieval"
+
+
+def hermes_home():
+    """``$HERMES_HOME`` or ``~/.hermes``, absolute."""
+    return abspath(env("HERMES_HOME") or "~/.hermes")
+
+
+def spec_key(roots, platform):
+    """A short stable key for a root list (or the default roots)."""
+    if roots:
+        parts = ["roots"] + [abspath(r) for r in roots]
+    else:
+        # The inputs default_roots() reads; folders that may or may not
+        # exist are keyed only when they do, so running from a different
+        # project folder does not create a new index for nothing.
+        parts = ["default", hermes_home(), home()]
+        proj = env("CLAUDE_PROJECT_DIR")
+        if proj and isdir(proj + "/.claude/skills"):
+            parts.append("claude-project=" + abspath(proj))
+        cwd = posix.getcwd()
+        if isdir(cwd + "/.agents/skills"):
+            parts.append("agents-project=" + cwd)
+    parts.append("platform=" + (platform or ""))
+    return _fnv64("\0".join(parts))
+
+
+def default_index_path(roots, platform):
+    """The cache path of the index for these roots."""
+    return "%s/index-%s.skr" % (cache_dir(), spec_key(roots, platform))
+
+
+def _fnv64(s):
+    h = 0xCBF29CE484222325
+    for b in s.encode("utf-8", "surrogateescape"):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
+
+def log_path():
+    """The one log file for hook errors and background rebuilds."""
+    return cache_dir() + "/skill-retrieval.log"
+
+
+def log(line):
+    """Append one timestamped line to the log; never raises."""
+    try:
+        import time
+        d = cache_dir()
+        if not isdir(d):
+            import os
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        fd = posix.open(log_path(), posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
+        try:
+            msg = "%s pid=%d %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), posix.getpid(),
+                                       " ".join(str(line).split()))
+            posix.write(fd, msg.encode("utf-8", "replace"))
+        finally:
+            posix.close(fd)
+    except Exception:
+        pass

@@ -1,0 +1,90 @@
+"""Read every skill below a list of roots into plain records.
+
+discover (files) + frontmatter (text) + the config rules (disabled names,
+shadowing) in one pass.  Every SKILL.md ends up either indexed or named in
+``problems``; nothing here raises on bad input.
+"""
+
+import os
+
+from retriever import discover, frontmatter
+
+
+def _visibility(meta):
+    """The Hermes visibility gates of a skill, or None when it has none."""
+    vis = {}
+    for key in ("platforms", "environments"):
+        v = meta.get(key)
+        if v:
+            vis[key] = [str(x).strip().lower() for x in (v if isinstance(v, list) else [v]) if str(x).strip()]
+    md = meta.get("metadata")
+    hermes = md.get("hermes") if isinstance(md, dict) else None
+    if isinstance(hermes, dict):
+        for key in ("requires_tools", "requires_toolsets", "fallback_for_tools", "fallback_for_toolsets"):
+            v = hermes.get(key)
+            if v:
+                vis[key] = [str(x).strip() for x in (v if isinstance(v, list) else [v]) if str(x).strip()]
+    return vis or None
+
+
+def collect(roots, disabled=frozenset()):
+    """Parse the skills below ``roots`` (in precedence order).
+
+    Returns ``(skills, problems, counts)``: ``skills`` is a list of dicts
+    (id, name, path, description, triggers, tags, category, body, vis,
+    source); ``problems`` a list of ``(file, reason)``; ``counts`` per root
+    path: found / indexed / disabled / shadowed / unreadable.
+    """
+    skills = []
+    problems = []
+    counts = {}
+    by_name = {}
+    seen_files = set()
+    for root in roots:
+        c = counts.setdefault(root["path"], {"found": 0, "indexed": 0, "disabled": 0,
+                                             "shadowed": 0, "unreadable": 0, "malformed": 0})
+        for skill_dir, md in discover.walk_skill_files(root["path"]):
+            real = os.path.realpath(md)
+            if real in seen_files:
+                continue
+            seen_files.add(real)
+            c["found"] += 1
+            try:
+                with open(md, "rb") as f:
+                    raw = f.read()
+            except OSError as exc:
+                problems.append((md, "cannot read (%s)" % (exc.strerror or exc)))
+                c["unreadable"] += 1
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = raw.decode("utf-8", "replace")
+                problems.append((md, "not valid UTF-8; undecodable bytes replaced"))
+            folder = os.path.basename(skill_dir.rstrip(os.sep)) or "skill"
+            rec, probs = frontmatter.parse_skill(text, folder)
+            if probs:
+                c["malformed"] += 1
+            for p in probs:
+                problems.append((md, p))
+            if rec["name"] in disabled or folder in disabled:
+                c["disabled"] += 1
+                continue
+            sid = discover.skill_id(root, skill_dir)
+            prev = by_name.get(rec["name"])
+            if prev is not None:
+                problems.append((md, "duplicate name %r; shadowed by %s" % (rec["name"], prev)))
+                c["shadowed"] += 1
+                continue
+            by_name[rec["name"]] = md
+            parts = sid.split(":", 1)[-1].split("/")
+            rec.update(
+                id=sid,
+                path=os.path.abspath(skill_dir),
+                category="/".join(parts[:-1]),
+                vis=_visibility(rec.pop("meta")),
+                source=root.get("source", "root"),
+            )
+            skills.append(rec)
+            c["indexed"] += 1
+    return skills, problems, counts

@@ -1,0 +1,96 @@
+"""Tokenizer shared by the index build and the query path.
+
+Lowercase, split on anything that is not a letter, digit or combining mark
+(Unicode punctuation, symbols, whitespace), and turn runs of CJK characters
+into overlapping bigrams.  No ``re`` and no ``unicodedata`` at import: the
+query path pays only for what a query actually contains.
+"""
+
+# Separator table for str.translate, filled lazily per code point.  A dict
+# subclass with __missing__ keeps the cost proportional to the distinct
+# characters seen rather than to the size of Unicode.
+class _SepTable(dict):
+    def __missing__(self, cp):
+        ch = chr(cp)
+        # isalnum() covers letters and digits of every script; the
+        # isidentifier() probe adds combining marks (Mn/Mc), which belong to
+        # the word they decorate.  "_" is an identifier char but punctuation.
+        if ch.isalnum() or (ch != "_" and ("a" + ch).isidentifier()):
+            keep = cp  # maps to itself
+        else:
+            keep = " "
+        self[cp] = keep
+        return keep
+
+
+_SEP = _SepTable()
+
+
+def _is_cjk(cp):
+    """True for code points indexed as bigrams (han, kana, hangul)."""
+    return (
+        0x4E00 <= cp <= 0x9FFF          # CJK Unified Ideographs
+        or 0x3400 <= cp <= 0x4DBF       # Extension A
+        or 0x20000 <= cp <= 0x2A6DF     # Extension B
+        or 0xF900 <= cp <= 0xFAFF       # Compatibility Ideographs
+        or 0x3040 <= cp <= 0x30FF       # Hiragana, Katakana
+        or 0x31F0 <= cp <= 0x31FF       # Katakana phonetic extensions
+        or 0xFF66 <= cp <= 0xFF9F       # half-width Katakana
+        or 0xAC00 <= cp <= 0xD7AF       # Hangul syllables
+    )
+
+
+def _split_cjk(tok, out):
+    """Append the parts of a mixed-script token: non-CJK runs whole, CJK
+    runs as overlapping bigrams (a one-character run stays whole)."""
+    run = []
+    kind = None
+    for ch in tok:
+        k = _is_cjk(ord(ch))
+        if k is not kind and run:
+            _flush(run, kind, out)
+            run = []
+        kind = k
+        run.append(ch)
+    if run:
+        _flush(run, kind, out)
+
+
+def _flush(run, cjk, out):
+    if not cjk:
+        out.append("".join(run))
+    elif len(run) == 1:
+        out.append(run[0])
+    else:
+        for i in range(len(run) - 1):
+            out.append(run[i] + run[i + 1])
+
+
+def tokenize(text):
+    """Split ``text`` into lowercase tokens; CJK runs become bigrams.
+
+    >>> tokenize("用python写 a Web-App")
+    ['用', 'python', '写', 'a', 'web', 'app']
+    """
+    if not text:
+        return []
+    if not text.isascii():
+        # NFKC folds full-width Latin and half-width kana onto the forms the
+        # skills are written in.  Only non-ASCII text pays for the import.
+        from unicodedata import normalize
+        text = normalize("NFKC", text)
+    words = text.lower().translate(_SEP).split()
+    if text.isascii():
+        return words
+    out = []
+    for w in words:
+        if w.isascii():
+            out.append(w)
+        else:
+            _split_cjk(w, out)
+    return out
+
+
+def is_cjk_token(tok):
+    """True when ``tok`` came from a CJK run (it must not be stemmed)."""
+    return bool(tok) and _is_cjk(ord(tok[0]))
