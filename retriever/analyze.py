@@ -20,9 +20,23 @@ shall use uses used using via etc e g eg ie i'm im it's dont don't can't cant
 http https www com org io html
 """.split())
 
+# Conversational filler common in prompts and rare in what they ask for.
+CHATTER = frozenset("""
+ve re ll d s t m isn aren wasn weren hasn haven hadn doesn didn won wouldn
+shouldn couldn mustn just really actually basically maybe something anything
+everything thing things stuff way kind sort lot lots bunch able sure know think
+thought help hi hey hello thanks thank okay ok yes yeah also still already
+even right now every one two getting got gonna wanna trying try tried see look
+looking show tell give go going come came keep well much many quite
+""".split())
+
 # Suffixes stripped by the light stemmer, longest first.  Conservative on
 # purpose: "skills"/"skill" and "testing"/"test" meet, "process" stays.
 _SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ed", "es", "s", "ly")
+
+
+# Level 0: none; 1: function words and web noise; 2: plus chatter.
+_STOP_LEVELS = ((), STOPWORDS, STOPWORDS | CHATTER)
 
 
 def light_stem(t):
@@ -50,9 +64,10 @@ def light_stem(t):
 
 def analyze(text, opts):
     """Tokens of ``text`` turned into terms under the analyzer ``opts``
-    (a dict with ``stopwords`` and ``stem``), in order, repeats kept."""
+    (a dict with ``stopwords``: 0, 1 or 2, and ``stem``: "none" or
+    "light"), in order, repeats kept."""
     toks = tokenize(text)
-    stop = STOPWORDS if opts.get("stopwords") else ()
+    stop = _STOP_LEVELS[opts.get("stopwords") or 0]
     stem = opts.get("stem") == "light"
     out = []
     for t in toks:

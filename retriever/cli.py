@@ -100,8 +100,10 @@ def make_parser():
 def run_build(args):
     """``skill-retrieve build``: index the roots and report problems."""
     from retriever import build, entry, locate
-    scope = build.resolve(args.root or None, args.platform, warn=build.stderr_warn)
-    path = locate.abspath(args.index) if args.index else locate.default_index_path(args.root, args.platform)
+    # Same default as the query path, so build prepares the index queries use.
+    platform = args.platform or locate.env("HERMES_PLATFORM") or None
+    scope = build.resolve(args.root or None, platform, warn=build.stderr_warn)
+    path = locate.abspath(args.index) if args.index else locate.default_index_path(args.root, platform)
     if not scope["roots"]:
         sys.stderr.write("skill-retrieve: warning: no skill folders found%s\n"
                          % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, .agents/skills)"))

@@ -190,6 +190,12 @@ def open_index(roots=(), index_path=None, platform=None, fresh=False, quiet=Fals
         rebuild(index_path, roots, platform, reason, quiet)
         return store.load(index_path), index_path
     hdr = idx["header"]
+    if (hdr.get("platform") or "") != (platform or ""):
+        # platform_disabled differs per platform: an --index shared across
+        # platforms must not answer with another platform's skill set.
+        rebuild(index_path, roots or _roots_named_in(index_path), platform,
+                "was built for platform %r" % (hdr.get("platform") or ""), quiet)
+        return store.load(index_path), index_path
     if roots:
         want = [locate.abspath(r) for r in roots]
         have = [r["path"] for r in hdr["roots"]]
@@ -283,7 +289,15 @@ def answer(text, opts):
     top_k, inject_k = limits(opts.get("k"))
     idx, path = open_index(opts.get("roots") or (), opts.get("index"), opts.get("platform"),
                            opts.get("fresh", False), opts.get("quiet", False))
-    results = search(idx, text, top_k)
+    try:
+        results = search(idx, text, top_k)
+    except (IndexError, ValueError, EOFError, TypeError) as exc:
+        # The header checked out but a section is damaged (bad records or
+        # offsets): rebuild once and answer from the new file.
+        platform = opts.get("platform") or locate.env("HERMES_PLATFORM") or None
+        rebuild(path, opts.get("roots") or _roots_named_in(path), platform,
+                "was corrupt (%s)" % type(exc).__name__, opts.get("quiet", False))
+        results = search(store.load(path), text, top_k)
     return results[:inject_k], path
 
 

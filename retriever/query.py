@@ -66,15 +66,82 @@ def top(acc, k):
     return sorted(acc.items(), key=lambda x: (-x[1], x[0]))[:k]
 
 
-def search(idx, text, k):
+# Small talk that shares words with skill bodies ("ok", "thanks") but never
+# asks for a skill.  Only whole messages of a few such words are silenced.
+CHITCHAT = frozenset("""
+thanks thank thx ty ok okay k kk yes yep yeah no nope sure cool great nice
+good fine perfect awesome hi hello hey bye goodbye lol haha hmm done got it
+right alright sounds that works wow please go ahead continue proceed
+""".split())
+# Calibrated on the external eval set (make eval prints the trade-off):
+# below this share of the query covered, a match is noise more often than not.
+DEFAULT_MIN_SCORE = 0.3
+
+
+def is_chitchat(text):
+    """True for short acknowledgements ("thanks!", "ok go ahead")."""
+    words = text.lower().translate(_PUNCT).split()
+    return len(words) <= 4 and all(w in CHITCHAT for w in words)
+
+
+_PUNCT = {ord(c): " " for c in "!?.,;:'\"()[]{}-~*"}
+
+
+def min_score_setting():
+    """SKILL_RETRIEVAL_MIN_SCORE (0 disables abstention); warns on junk."""
+    from retriever import locate
+    raw = locate.env("SKILL_RETRIEVAL_MIN_SCORE").strip()
+    if not raw:
+        return DEFAULT_MIN_SCORE
+    try:
+        v = float(raw)
+        if 0.0 <= v <= 1.0:
+            return v
+    except ValueError:
+        pass
+    import sys
+    sys.stderr.write("skill-retrieve: ignoring SKILL_RETRIEVAL_MIN_SCORE=%r (expected a number "
+                     "from 0 to 1); using %g\n" % (raw, DEFAULT_MIN_SCORE))
+    return DEFAULT_MIN_SCORE
+
+
+def confidence(idx, found, best_doc):
+    """How much of the query the best skill covers: the IDF-weighted share
+    of the query's known terms that occur in it (0..1).  Unlike a raw BM25
+    score it is comparable across queries and libraries."""
+    post_off = idx["post_off"]
+    post_doc = idx["post_doc"]
+    idf = idx["idf"]
+    total = covered = 0.0
+    for i in found.values():
+        w = idf[i]
+        total += w
+        if best_doc in post_doc[post_off[i]:post_off[i + 1]].tolist():
+            covered += w
+    return covered / total if total > 0 else 0.0
+
+
+def search(idx, text, k, min_score=None):
     """Rank skills for ``text``.  Returns a list of result dicts (id, name,
-    path, score, description, vis), best first; scores are > 0."""
+    path, score, description, vis), best first; scores are > 0.  Returns []
+    (abstains) for small talk and when the best match is weak relative to
+    the query (``min_score``; None reads SKILL_RETRIEVAL_MIN_SCORE, 0 never
+    abstains)."""
+    if min_score is None:
+        min_score = min_score_setting()
+    if min_score > 0 and is_chitchat(text):
+        return []
     terms = query_terms(idx, text)
     if not terms:
         return []
-    acc, _ = score(idx, terms)
+    acc, found = score(idx, terms)
+    best = top(acc, k)
+    if not best or best[0][1] <= 0.0:
+        return []
+    if min_score > 0 and confidence(idx, found, best[0][0]) < min_score:
+        return []
     out = []
-    for n, s in top(acc, k):
+    for n, s in best:
         if s <= 0.0:
             break
         rid, name, path, desc, vis = doc(idx, n)
