@@ -13,7 +13,7 @@ import time
 from retriever import discover, hermes_config, index, locate, skills, store
 
 
-def resolve(roots=None, platform=None, hermes_home=None, warn=None):
+def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=None):
     """Decide what an index covers.
 
     Returns a dict: ``roots`` (list of root dicts, precedence order),
@@ -25,7 +25,8 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None):
     # Hermes' config applies to the default roots, and to explicit roots
     # when HERMES_HOME is set: a plain --root build is not silently filtered
     # by some unrelated ~/.hermes.
-    use_config = not explicit or bool(os.environ.get("HERMES_HOME")) or hermes_home is not None
+    if use_config is None:
+        use_config = not explicit or bool(os.environ.get("HERMES_HOME")) or hermes_home is not None
     cfg = hermes_config.load(hh, warn) if use_config else {}
     if explicit:
         rlist = discover.dedupe_roots([{"path": locate.abspath(r), "source": "root", "prefix": ""}
@@ -86,24 +87,19 @@ def build(scope, index_path, profile="default", warn=None):
     return header, problems
 
 
-def scope_of(header):
-    """The scope an existing index was built for (for revalidation)."""
-    return {
-        "roots": header["roots"],
-        "explicit": header["explicit"],
-        "platform": header["platform"],
-        "hermes_home": header["hermes_home"],
-        "config": header["config"],
-        "disabled": set(header["disabled"]),
-    }
+def scope_of(header, warn=None):
+    """The scope an existing index covers, re-resolved now: the same roots
+    (or the default roots, which may have gained or lost folders) and the
+    current config, so a disabled-list edit reaches the rebuild."""
+    roots = [r["path"] for r in header["roots"]] if header["explicit"] else None
+    return resolve(roots, header["platform"] or None, header["hermes_home"], warn,
+                   use_config=bool(header["config"]))
 
 
 def is_stale(header):
-    """True when the skills or config changed since ``header`` was built."""
-    if header["explicit"]:
-        scope = scope_of(header)
-    else:
-        scope = resolve(None, header["platform"], header["hermes_home"])
+    """``(stale, scope)``: stale when the skills, their folders or the config
+    changed since ``header`` was built."""
+    scope = scope_of(header)
     return signature(scope) != header["signature"], scope
 
 
@@ -117,8 +113,6 @@ def revalidate(index_path, profile=None, warn=None):
     stale, scope = is_stale(header)
     if not stale:
         return None
-    if not header["explicit"]:
-        scope = resolve(None, header["platform"], header["hermes_home"], warn)
     build(scope, index_path, profile or header["params"]["profile"])
     return "skills changed"
 
