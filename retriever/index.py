@@ -11,6 +11,7 @@ adds up precomputed numbers.
 import math
 
 from retriever.analyze import analyze
+from retriever.fields import field_texts
 
 # Field name -> (weight, b).  "seed" reproduces the design we started from:
 # one text of "name: description" plus triggers and tags.
@@ -31,46 +32,17 @@ PROFILES = {
             "triggers": (2.0, 0.75),
             "tags": (1.5, 0.5),
             "category": (1.0, 0.5),
+            "usage": (1.0, 0.75),
             "body": (0.15, 0.75),
         },
     },
 }
 
 
-def split_camel(word):
-    """``"PRReview"`` -> ``"PR Review"``, ``"camelCase"`` -> ``"camel Case"``."""
-    out = []
-    n = len(word)
-    for i, ch in enumerate(word):
-        if i and ch.isupper() and (word[i - 1].islower() or word[i - 1].isdigit()
-                                   or (i + 1 < n and word[i + 1].islower() and word[i - 1].isupper())):
-            out.append(" ")
-        out.append(ch)
-    return "".join(out)
-
-
-def field_texts(skill, profile):
-    """The text of each field of ``profile`` for one skill record."""
-    name = skill["name"]
-    folder = skill["id"].rsplit("/", 1)[-1].split(":")[-1]
-    names = name if folder == name else name + " " + folder
-    if profile["fields"].keys() == {"seed"}:
-        return {"seed": " ".join([name + ": " + skill["description"]] + skill["triggers"] + skill["tags"])}
-    camel = split_camel(names)
-    return {
-        "name": names if camel == names else names + " " + camel,
-        "description": skill["description"],
-        "triggers": " ".join(skill["triggers"]),
-        "tags": " ".join(skill["tags"]),
-        "category": skill.get("category", "").replace("/", " "),
-        "body": skill.get("body", ""),
-    }
-
-
 def field_terms(skill, profile):
     """``{field: [terms]}`` for one skill, analysed as the profile says."""
     opts = profile["analyzer"]
-    return {f: analyze(t, opts) for f, t in field_texts(skill, profile).items() if f in profile["fields"]}
+    return {f: analyze(t, opts) for f, t in field_texts(skill, profile).items()}
 
 
 def idf(n_docs, df):
