@@ -1,0 +1,142 @@
+"""Shared fixtures: real skill trees in tmp_path and the real executable.
+
+Nothing here mocks the product.  ``make_skill`` writes SKILL.md files the way
+people write them (including broken ones); ``cli`` runs ``bin/skill-retrieve``
+as a subprocess with HOME and XDG_CACHE_HOME pointing into tmp_path, so no
+test reads or writes the real home folder or index cache.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / "bin" / "skill-retrieve"
+
+# Tests import the library directly for the pure functions (tokenizer,
+# parser) and to read an index file back.
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+# Test modules import the helpers below as ``from skillret_helpers import ...``.  A
+# stable alias is needed because pytest drops the plain ``conftest`` module
+# from sys.modules when it loads another folder's conftest.py (tests/e2e).
+sys.modules.setdefault("skillret_helpers", sys.modules[__name__])
+
+# Variables that would let the developer's own set-up leak into a test.
+_SCRUB_PREFIXES = ("SKILL_RETRIEVAL_", "HERMES_")
+_SCRUB = ("CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_PROJECT_DIR", "XDG_CACHE_HOME",
+          "PYTHONPATH", "PYTHONHOME", "TYPESAFE_API_KEY", "TYPESAFE_KEY", "OPENROUTER_API_KEY")
+
+
+def _yaml_dump(data):
+    import yaml
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10000)
+
+
+def make_skill(root, relpath, frontmatter=None, body="", raw=None):
+    """Write ``root/relpath/SKILL.md`` and return the skill folder (a Path).
+
+    ``frontmatter`` is a dict (dumped as YAML), a str (written verbatim
+    between ``---`` fences, so it may be invalid YAML) or None (no
+    frontmatter at all).  ``raw`` (str or bytes) replaces the whole file,
+    for BOMs, CRLF, unclosed fences and undecodable bytes.
+    """
+    folder = Path(root) / relpath
+    folder.mkdir(parents=True, exist_ok=True)
+    md = folder / "SKILL.md"
+    if raw is not None:
+        md.write_bytes(raw.encode("utf-8") if isinstance(raw, str) else raw)
+        return folder
+    if isinstance(frontmatter, dict):
+        fm = _yaml_dump(frontmatter)
+    else:
+        fm = frontmatter
+    text = "" if fm is None else "---\n" + fm.rstrip("\n") + "\n---\n"
+    md.write_text(text + body, encoding="utf-8")
+    return folder
+
+
+def base_env(tmp_path):
+    """A clean environment for the executable, rooted in ``tmp_path``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in _SCRUB and not k.startswith(_SCRUB_PREFIXES)}
+    home = tmp_path / "home"
+    cache = tmp_path / "xdg-cache"
+    home.mkdir(exist_ok=True)
+    cache.mkdir(exist_ok=True)
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(cache), SKILL_RETRIEVAL_REVALIDATE="off",
+               LC_ALL="C.UTF-8")
+    return env
+
+
+def run_cli(args, env, input=None, cwd=None, timeout=60):
+    """Run ``bin/skill-retrieve args...``; returns a CompletedProcess whose
+    stdout and stderr are str (decoded as UTF-8, undecodable bytes replaced)."""
+    if isinstance(input, str):
+        input = input.encode("utf-8")
+    proc = subprocess.run([str(BIN)] + [str(a) for a in args], env=env, cwd=cwd,
+                          input=b"" if input is None else input,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode,
+                                       proc.stdout.decode("utf-8", "replace"),
+                                       proc.stderr.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def cli_env(tmp_path):
+    """The environment ``cli`` uses (a dict; tests may copy and extend it)."""
+    return base_env(tmp_path)
+
+
+@pytest.fixture
+def cli(tmp_path, cli_env):
+    """``cli(*args, input=None, env=None, cwd=None, timeout=60)`` runs the
+    executable; ``env`` entries are added to (None values removed from) the
+    fixture's clean environment.  The working folder defaults to a fresh
+    empty folder so a project's ``.agents/skills`` never leaks in."""
+    workdir = tmp_path / "cwd"
+    workdir.mkdir(exist_ok=True)
+
+    def run(*args, input=None, env=None, cwd=None, timeout=60):
+        e = dict(cli_env)
+        for k, v in (env or {}).items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = str(v)
+        return run_cli(args, e, input=input, cwd=cwd or workdir, timeout=timeout)
+
+    return run
+
+
+def assert_clean(proc, code=0):
+    """Exit ``code`` and no Python traceback on stderr."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+
+
+def json_results(proc):
+    """Parse ``--format json`` output; asserts a clean exit first."""
+    import json
+    assert_clean(proc)
+    return json.loads(proc.stdout)["results"]
+
+
+def warning_lines(stderr):
+    """The ``skill-retrieve: warning: ...`` lines of a build's stderr."""
+    return [l for l in stderr.splitlines() if l.startswith("skill-retrieve: warning: ")]
+
+
+def index_docs(index_path):
+    """Every ``(id, name, path, description, vis)`` record in an index file."""
+    from retriever import store
+    idx = store.load(str(index_path))
+    return [store.doc(idx, n) for n in range(idx["header"]["n_docs"])]
+
+
+def index_ids(index_path):
+    """The sorted skill ids held by an index file."""
+    return sorted(d[0] for d in index_docs(index_path))

@@ -1,0 +1,180 @@
+"""BM25 scores against a hand computation (issue 2, item 5).
+
+The "seed" profile is the design we started from: one text per skill,
+``"name: description"`` plus triggers and tags, lowercased and split on
+punctuation, scored with Okapi BM25 (k1 = 1.5, b = 0.75) and Lucene's IDF
+``log(1 + (N - df + 0.5) / (df + 0.5))``, summed over the unique query
+terms.  The expected numbers below are computed from that definition alone,
+independently of the product's code.
+"""
+
+import functools
+import math
+import re
+
+import pytest
+
+from skillret_helpers import assert_clean, json_results, make_skill
+
+K1 = 1.5
+B = 0.75
+# Scores are checked as computed: no abstention or relative cut-off in the way.
+PLAIN_BM25 = {"SKILL_RETRIEVAL_MIN_SCORE": "0", "SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0"}
+
+# id -> frontmatter.  Ids sort a-, b-, c-; names deliberately do not.
+CORPUS = {
+    "a-docs/pdf-tools": {
+        "name": "pdf-tools",
+        "description": "Extract text from PDF files and merge PDF pages",
+        "triggers": ["split a pdf"],
+        "tags": ["documents"],
+    },
+    "b-data/csv-report": {
+        "name": "csv-report",
+        "description": "Summarise CSV files into a weekly report",
+        "tags": ["data", "report"],
+    },
+    "c-vcs/git-helper": {
+        "name": "git-helper",
+        "description": "Write commit messages and fix merge conflicts",
+        "triggers": ["resolve a merge conflict", "Rebase_onto main"],
+    },
+}
+
+
+def seed_text(fm):
+    return " ".join([fm["name"] + ": " + fm["description"]] + fm.get("triggers", []) + fm.get("tags", []))
+
+
+def tokens(text):
+    # ASCII corpus: lowercase, split on anything that is not a letter or digit.
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def hand_scores(corpus, query):
+    """Okapi BM25 by the book: {id: score} for every skill scoring > 0."""
+    docs = {sid: tokens(seed_text(fm)) for sid, fm in corpus.items()}
+    n = len(docs)
+    avgdl = sum(len(t) for t in docs.values()) / n
+    out = {}
+    for sid, toks in docs.items():
+        s = 0.0
+        for term in dict.fromkeys(tokens(query)):  # unique terms
+            df = sum(1 for t in docs.values() if term in t)
+            if not df:
+                continue
+            tf = toks.count(term)
+            if not tf:
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            s += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(toks) / avgdl))
+        if s > 0:
+            out[sid] = s
+    return out
+
+
+def expected_order(scores):
+    return sorted(scores, key=lambda sid: (-scores[sid], sid))
+
+
+@pytest.fixture(scope="module")
+def seed_index(tmp_path_factory):
+    from skillret_helpers import base_env, run_cli
+    tmp = tmp_path_factory.mktemp("bm25")
+    root = tmp / "skills"
+    for sid, fm in CORPUS.items():
+        make_skill(root, sid, fm, body="# Body\n\nBody text is not part of the seed field: pdf merge csv.\n")
+    env = base_env(tmp)
+    env.update(PLAIN_BM25)
+    index = tmp / "seed.skr"
+    proc = run_cli(["build", "--profile", "seed", "--root", root, "--index", index], env)
+    assert_clean(proc)
+
+    def query(*words, extra=()):
+        return json_results(run_cli(["--root", root, "--index", index, "--format", "json", "-k", "10",
+                                     *extra, *words], env))
+
+    return query, index
+
+
+def test_the_index_records_the_seed_parameters(seed_index):
+    from retriever import store
+    header, f = store.read_header(str(seed_index[1]))
+    f.close()
+    assert header["params"]["profile"] == "seed"
+    assert header["params"]["k1"] == K1
+    assert header["n_docs"] == 3
+
+
+def test_hand_computation_is_not_trivial():
+    # Guard the test itself: the corpus exercises df 1 and 2, tf > 1 and
+    # unequal lengths, so a wrong formula gives different numbers.
+    lens = {sid: len(tokens(seed_text(fm))) for sid, fm in CORPUS.items()}
+    assert len(set(lens.values())) == 3
+    assert tokens(seed_text(CORPUS["a-docs/pdf-tools"])).count("pdf") == 4
+    s = hand_scores(CORPUS, "merge")
+    assert set(s) == {"a-docs/pdf-tools", "c-vcs/git-helper"}
+
+
+@pytest.mark.parametrize("query", [
+    "merge pdf files",
+    "pdf",
+    "merge",
+    "weekly csv report",
+    "resolve the merge conflict",
+    "rebase onto main",
+    "files",
+    "a",
+    "split the documents then write a report on merge conflicts",
+])
+def test_scores_match_hand_computed_okapi_bm25(seed_index, query):
+    query_fn, _ = seed_index
+    want = hand_scores(CORPUS, query)
+    got = query_fn(query)
+    assert [r["id"] for r in got] == expected_order(want)
+    for r in got:
+        assert r["score"] == pytest.approx(want[r["id"]], rel=1e-4)
+
+
+def test_query_case_punctuation_and_repeats_do_not_change_scores(seed_index):
+    query_fn, _ = seed_index
+    base = query_fn("merge pdf")
+    for variant in ("MERGE PDF", "merge, pdf!", "merge_pdf", "merge pdf pdf pdf merge", "(Merge) [PDF]?"):
+        got = query_fn(variant)
+        assert [(r["id"], r["score"]) for r in got] == [(r["id"], r["score"]) for r in base], variant
+
+
+def test_only_matching_skills_are_returned(seed_index):
+    query_fn, _ = seed_index
+    got = query_fn("weekly")
+    assert [r["id"] for r in got] == ["b-data/csv-report"]
+    assert got[0]["score"] > 0
+    assert query_fn("kubernetes zebra") == []
+    # The body is not part of the seed text.
+    assert query_fn("body") == []
+
+
+def test_results_are_sorted_by_score(seed_index):
+    query_fn, _ = seed_index
+    got = query_fn("merge pdf files csv conflict")
+    scores = [r["score"] for r in got]
+    assert len(got) == 3
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_ties_are_broken_by_id(tmp_path, cli):
+    cli = functools.partial(cli, env=PLAIN_BM25)
+    # Two skills with texts of equal length and the same term counts: equal
+    # scores.  Id order (a1 < b1) is the reverse of name order.
+    root = tmp_path / "skills"
+    make_skill(root, "b1/alpha-tool", {"name": "alpha-tool", "description": "Same words here"})
+    make_skill(root, "a1/zeta-tool", {"name": "zeta-tool", "description": "Same words here"})
+    make_skill(root, "c1/other", {"name": "other", "description": "Nothing in common at all"})
+    index = tmp_path / "seed.skr"
+    assert_clean(cli("build", "--profile", "seed", "--root", root, "--index", index))
+    got = json_results(cli("--root", root, "--index", index, "--format", "json", "same words"))
+    assert [r["id"] for r in got] == ["a1/zeta-tool", "b1/alpha-tool"]
+    assert got[0]["score"] == got[1]["score"] > 0
+    # And -k 1 keeps the lower id.
+    got = json_results(cli("--root", root, "--index", index, "--format", "json", "-k", "1", "same words"))
+    assert [r["id"] for r in got] == ["a1/zeta-tool"]

@@ -1,0 +1,238 @@
+"""The prebuilt index file: round trip, location, atomic writes, and recovery
+from missing, corrupt, truncated, foreign-version and mismatched files
+(issue 2, item 6)."""
+
+import os
+import random
+
+import pytest
+
+from retriever import store
+from skillret_helpers import assert_clean, index_ids, json_results, make_skill
+
+
+@pytest.fixture
+def lib(tmp_path):
+    root = tmp_path / "skills"
+    make_skill(root, "devops/k8s-certs", {"name": "k8s-certs", "description": "Rotate kubernetes TLS certificates"})
+    make_skill(root, "docs/pdf-extract", {"name": "pdf-extract", "description": "Extract text from scanned pdf files"})
+    make_skill(root, "git/commit-msg", {"name": "commit-msg", "description": "Write conventional git commit messages"})
+    return root, tmp_path / "index" / "skills.skr"
+
+
+def ask(cli, root, index, words="extract text from my scanned pdf", *extra):
+    return cli("--root", root, "--index", index, "--format", "json", *extra, words)
+
+
+def read_header(path):
+    header, f = store.read_header(str(path))
+    f.close()
+    return header
+
+
+def test_round_trip(cli, lib):
+    root, index = lib
+    proc = cli("build", "--root", root, "--index", index)
+    assert_clean(proc)
+    assert proc.stdout.startswith("built %s: 3 skills" % index)
+    with open(index, "rb") as f:
+        assert f.read(len(store.MAGIC)) == store.MAGIC
+    h = read_header(index)
+    assert h["version"] == store.FORMAT_VERSION
+    assert h["n_docs"] == 3
+    assert h["explicit"] is True
+    assert [r["path"] for r in h["roots"]] == [str(root)]
+    assert h["params"]["profile"] == "default" and h["params"]["k1"] == 1.5
+    assert isinstance(h["signature"], str) and h["signature"]
+    assert h["built_at"] > 0
+    assert index_ids(index) == ["devops/k8s-certs", "docs/pdf-extract", "git/commit-msg"]
+    q = ask(cli, root, index)
+    res = json_results(q)
+    assert res[0]["id"] == "docs/pdf-extract"
+    assert res[0]["path"] == str(root / "docs/pdf-extract")
+    assert res[0]["description"] == "Extract text from scanned pdf files"
+    assert q.stderr == ""  # answered from the file, nothing rebuilt
+
+
+def test_seed_profile_round_trip(cli, lib):
+    root, index = lib
+    assert_clean(cli("build", "--profile", "seed", "--root", root, "--index", index))
+    assert read_header(index)["params"]["profile"] == "seed"
+    q = ask(cli, root, index)
+    assert json_results(q)[0]["id"] == "docs/pdf-extract"
+    assert q.stderr == ""
+    assert read_header(index)["params"]["profile"] == "seed"
+
+
+def test_default_location_is_the_xdg_cache(cli, cli_env, lib, tmp_path):
+    root, _ = lib
+    proc = cli("build", "--root", root)
+    assert_clean(proc)
+    cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    files = [f for f in os.listdir(cache) if f.endswith(".skr")]
+    assert len(files) == 1
+    assert os.path.join(cache, files[0]) in proc.stdout
+    # A query for the same roots answers from that file without rebuilding.
+    q = cli("--root", root, "--format", "json", "rotate kubernetes certificates")
+    assert json_results(q)[0]["id"] == "devops/k8s-certs"
+    assert q.stderr == ""
+    # Other roots get their own file; the first one is left alone.
+    other = tmp_path / "other"
+    make_skill(other, "x", {"name": "x", "description": "Unrelated skill"})
+    assert_clean(cli("--root", other, "unrelated"))
+    assert len([f for f in os.listdir(cache) if f.endswith(".skr")]) == 2
+
+
+def test_without_xdg_cache_home_the_index_goes_to_dot_cache(cli, lib, tmp_path):
+    root, _ = lib
+    proc = cli("build", "--root", root, env={"XDG_CACHE_HOME": None})
+    assert_clean(proc)
+    cache = tmp_path / "home" / ".cache" / "skill-retrieval"
+    assert any(f.endswith(".skr") for f in os.listdir(cache))
+
+
+def test_builds_leave_no_temporary_files(cli, lib):
+    root, index = lib
+    for _ in range(3):
+        assert_clean(cli("build", "--root", root, "--index", index))
+    assert_clean(ask(cli, root, index))
+    leftovers = [f for f in os.listdir(index.parent) if ".tmp" in f or f.endswith("~")]
+    assert leftovers == []
+
+
+# -- recovery ----------------------------------------------------------------
+
+def _section(index, name):
+    return read_header(index)["sections"][name]
+
+
+def damage(kind, index):
+    data = index.read_bytes()
+    if kind == "deleted":
+        index.unlink()
+    elif kind == "empty":
+        index.write_bytes(b"")
+    elif kind == "truncated-half":
+        index.write_bytes(data[: len(data) // 2])
+    elif kind == "truncated-sections":
+        # The header survives whole; the sections after it are cut short.
+        hlen = int.from_bytes(data[8:12], "little")
+        index.write_bytes(data[: 12 + hlen + (len(data) - 12 - hlen) // 2])
+    elif kind == "truncated-tiny":
+        index.write_bytes(data[:5])
+    elif kind == "truncated-after-magic":
+        index.write_bytes(data[:10])
+    elif kind == "extra-bytes":
+        index.write_bytes(data + b"\0" * 64)
+    elif kind == "garbage":
+        index.write_bytes(random.Random(7).randbytes(len(data)))
+    elif kind == "text":
+        index.write_text("this is not an index\n")
+    elif kind == "wrong-magic":
+        index.write_bytes(b"NOTANIDX" + data[8:])
+    elif kind == "corrupt-header":
+        index.write_bytes(data[:12] + b"\xff" * 40 + data[52:])
+    elif kind == "wrong-version":
+        import marshal
+        header = read_header(index)
+        header["version"] = store.FORMAT_VERSION + 1
+        hb = marshal.dumps(header)
+        index.write_bytes(store.MAGIC + len(hb).to_bytes(4, "little") + hb)
+    elif kind == "damaged-records":
+        # A well-formed header over unreadable skill records.
+        off, ln = _section(index, "doc_blob")
+        index.write_bytes(data[:off] + b"\xff" * ln + data[off + ln:])
+    elif kind == "damaged-postings":
+        off, ln = _section(index, "post_doc")
+        index.write_bytes(data[:off] + b"\xff" * ln + data[off + ln:])
+    else:
+        raise AssertionError(kind)
+
+
+KINDS = ["deleted", "empty", "truncated-half", "truncated-sections", "truncated-tiny", "truncated-after-magic", "extra-bytes",
+         "garbage", "text", "wrong-magic", "corrupt-header", "wrong-version",
+         "damaged-records", "damaged-postings"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_query_recovers_from_a_broken_index(cli, lib, kind):
+    root, index = lib
+    assert_clean(cli("build", "--root", root, "--index", index))
+    damage(kind, index)
+    q = ask(cli, root, index)
+    res = json_results(q)
+    assert res and res[0]["id"] == "docs/pdf-extract"
+    assert "rebuilt" in q.stderr
+    assert str(index) in q.stderr
+    assert len(q.stderr.splitlines()) == 1
+    # The rebuilt file is whole again: the next query is silent.
+    q2 = ask(cli, root, index, "rotate kubernetes certificates")
+    assert json_results(q2)[0]["id"] == "devops/k8s-certs"
+    assert q2.stderr == ""
+
+
+@pytest.mark.parametrize("kind", ["deleted", "garbage", "wrong-version", "truncated-half"])
+def test_text_format_recovers_too(cli, lib, kind):
+    root, index = lib
+    assert_clean(cli("build", "--root", root, "--index", index))
+    damage(kind, index)
+    q = cli("--root", root, "--index", index, "extract text from my scanned pdf")
+    assert_clean(q)
+    assert "(docs/pdf-extract)" in q.stdout
+    assert "rebuilt" in q.stderr
+
+
+def test_truncated_index_is_rebuilt_for_the_roots_its_header_names(cli, lib):
+    """A query without --root still knows which skills a damaged file held."""
+    root, index = lib
+    assert_clean(cli("build", "--root", root, "--index", index))
+    damage("truncated-sections", index)
+    q = cli("--index", index, "--format", "json", "extract text from my scanned pdf")
+    assert json_results(q)[0]["id"] == "docs/pdf-extract"
+    assert "rebuilt" in q.stderr
+
+
+def test_an_unwritable_index_location_fails_cleanly(cli, lib, tmp_path):
+    """The index path cannot be created: one error line, no traceback."""
+    root, _ = lib
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    q = cli("--root", root, "--index", blocker / "sub" / "i.skr", "pdf")
+    assert "Traceback" not in q.stderr
+    assert q.returncode != 0
+    assert q.stdout == ""
+    assert len(q.stderr.strip().splitlines()) == 1
+
+
+def test_index_built_for_other_roots_is_rebuilt(cli, lib, tmp_path):
+    root, index = lib
+    other = tmp_path / "other"
+    make_skill(other, "music/playlist", {"name": "playlist", "description": "Make a spotify playlist"})
+    assert_clean(cli("build", "--root", other, "--index", index))
+    q = ask(cli, root, index)
+    assert json_results(q)[0]["id"] == "docs/pdf-extract"
+    assert "rebuilt" in q.stderr and "roots" in q.stderr
+    assert [r["path"] for r in read_header(index)["roots"]] == [str(root)]
+
+
+def test_stale_index_is_rebuilt_on_fresh_query(cli, lib):
+    root, index = lib
+    assert_clean(cli("build", "--root", root, "--index", index))
+    make_skill(root, "media/ocr", {"name": "ocr", "description": "Optical character recognition of scanned images"})
+    q = cli("--root", root, "--index", index, "--format", "json", "--fresh", "optical character recognition")
+    assert json_results(q)[0]["id"] == "media/ocr"
+    assert "rebuilt" in q.stderr
+    # Nothing changed since: --fresh answers without rebuilding.
+    q = cli("--root", root, "--index", index, "--format", "json", "--fresh", "optical character recognition")
+    assert json_results(q)[0]["id"] == "media/ocr"
+    assert q.stderr == ""
+
+
+def test_no_traceback_from_build_into_a_bad_location(cli, lib, tmp_path):
+    root, _ = lib
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = cli("build", "--root", root, "--index", blocker / "i.skr")
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode != 0
+    assert len(proc.stderr.strip().splitlines()) == 1
