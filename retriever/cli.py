@@ -37,7 +37,11 @@ EPILOG = """\
 environment:
   SKILL_RETRIEVAL_TOP_K      shortlist size (default 6)
   SKILL_RETRIEVAL_INJECT_K   how many of the shortlist are printed (default: TOP_K)
+  SKILL_RETRIEVAL_MIN_SCORE  abstain below this query coverage, 0..1 (default 0.3; 0 never abstains)
+  SKILL_RETRIEVAL_MIN_SCORE_RATIO  drop results under this share of the best score (default 0.3)
   SKILL_RETRIEVAL_REVALIDATE seconds between background freshness checks (default 2; off to disable)
+  SKILL_RETRIEVAL_HOOK_WAIT  seconds a hook waits for a first index build (default 3)
+  SKILL_RETRIEVAL_RERANK     jev to rerank the shortlist with an LLM (off by default; see README)
   XDG_CACHE_HOME             index cache folder parent (default ~/.cache)
   HERMES_HOME                Hermes home for the default roots and config.yaml (default ~/.hermes)
   HERMES_PLATFORM            platform for skills.platform_disabled
@@ -61,6 +65,9 @@ def _add_query_args(p):
                    help="text: the block injected into prompts; json: one object for pipes")
     p.add_argument("--fresh", action="store_true",
                    help="check the skills for changes before answering (slower; rebuilds if stale)")
+    p.add_argument("--rerank", action="store_true",
+                   help="rerank the shortlist with the LLM reranker (as SKILL_RETRIEVAL_RERANK=jev; "
+                        "costs a network round trip)")
     p.add_argument("words", nargs="*", metavar="WORDS", help="the query; read from stdin when absent")
 
 
@@ -123,7 +130,7 @@ def run_query(args):
     """``skill-retrieve query`` through argparse (same behaviour as the fast path)."""
     from retriever import entry, render
     opts = {"roots": args.root, "index": args.index, "k": args.k, "platform": args.platform,
-            "fresh": args.fresh}
+            "fresh": args.fresh, "rerank": args.rerank}
     if args.k is not None and not 1 <= args.k <= 1000:
         sys.stderr.write("skill-retrieve: error: -k must be from 1 to 1000 (see skill-retrieve --help)\n")
         return 2

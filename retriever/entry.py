@@ -78,7 +78,7 @@ def parse_fast(argv):
     Raises Usage for malformed values of the flags it knows.
     """
     opts = {"roots": [], "index": None, "k": None, "format": "text", "platform": None,
-            "fresh": False, "words": [], "hook": None}
+            "fresh": False, "words": [], "hook": None, "rerank": False}
     args = list(argv)
     if args and args[0] in _SUBCOMMANDS_COLD:
         return None
@@ -132,6 +132,9 @@ def parse_fast(argv):
             i += 1
         elif a == "--fresh":
             opts["fresh"] = True
+            i += 1
+        elif a == "--rerank":
+            opts["rerank"] = True
             i += 1
         else:
             return None  # --help, --version, unknown flags: the full CLI explains
@@ -298,7 +301,17 @@ def answer(text, opts):
         rebuild(path, opts.get("roots") or _roots_named_in(path), platform,
                 "was corrupt (%s)" % type(exc).__name__, opts.get("quiet", False))
         results = search(store.load(path), text, top_k)
-    return results[:inject_k], path
+    return shortlist(text, results, inject_k, opts.get("rerank", False)), path
+
+
+def shortlist(text, results, inject_k, rerank=False, session_id=None):
+    """Cut the ranked ``results`` to what is injected, after the optional
+    LLM rerank (``--rerank`` or SKILL_RETRIEVAL_RERANK).  The rerank module,
+    and the HTTP client with it, is imported only when asked for."""
+    if rerank or locate.env("SKILL_RETRIEVAL_RERANK").strip():
+        from retriever import rerank as rr
+        results = rr.maybe_rerank(text, results, session_id=session_id, inject_k=inject_k, force=bool(rerank))
+    return results[:inject_k]
 
 
 def main(argv=None):
@@ -308,6 +321,11 @@ def main(argv=None):
     try:
         opts = parse_fast(argv)
     except Usage as exc:
+        if argv[:1] == ["hook"]:
+            # A hook must never block the prompt (exit 2 does, in Claude
+            # Code and Codex): a bad registered command answers empty.
+            from retriever import hookio
+            return hookio.run(argv[1] if len(argv) > 1 else "", {"error": "bad hook command line: %s" % exc})
         warn("error: %s (see skill-retrieve --help)" % exc)
         return 2
     if opts is None:

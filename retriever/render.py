@@ -1,8 +1,11 @@
 """Render results: the injected text block, or JSON for pipes."""
 
 HEADING = "## Retrieved Skills"
-GUIDANCE = ("These skills match the request; load one with skill_view(name) "
-            "or its SKILL.md before acting if it applies.")
+# Runner-neutral: Hermes loads skills with skill_view(name), Claude Code and
+# Codex by name or by reading the SKILL.md.  Factual wording, not an order:
+# imperative "system" text trips prompt-injection defences.
+GUIDANCE = ("Skills that may fit this request; if one applies, load it (skill_view(name), "
+            "or read its SKILL.md) before acting.")
 DESC_MAX = 200
 
 

@@ -1,0 +1,435 @@
+"""``skill-retrieve install|uninstall RUNNER``: register the prompt hook.
+
+Each runner keeps its hooks in its own settings file.  Install merges one
+entry (ours) into it and leaves everything else alone; uninstall removes
+only ours.  Both are idempotent, back the file up before changing it, and
+refuse to touch a file they cannot parse.
+
+Our entry is recognised by its command: it names ``skill-retrieve`` and
+``hook <runner>``.  The command runs an absolute interpreter path with
+``-I -S`` straight on ``bin/skill-retrieve``: no version-manager shim (a
+pyenv shim costs more than 100 ms per prompt) and no extra shell.
+
+Cold path: imports freely.
+"""
+
+import json
+import os
+import shlex
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(REPO, "bin", "skill-retrieve")
+
+RUNNERS = ("claude-code", "codex", "gemini", "cline", "hermes")
+TIMEOUT_S = 5          # Claude Code and Codex count seconds
+TIMEOUT_MS = 5000      # Gemini CLI counts milliseconds
+# Which hook event each JSON-configured runner fires per prompt.
+EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
+
+NOTES = {
+    "claude-code": "Claude Code runs it on every prompt (check with /hooks).",
+    "codex": ("Codex skips hooks it does not trust, silently: open codex and approve it in /hooks "
+              "(project hooks also need the project trusted); CI can pass "
+              "--dangerously-bypass-hook-trust to codex exec."),
+    "gemini": ("Gemini CLI runs it before each turn; if your version has hooks off by default, "
+               "enable them in settings.json (hooksConfig.enabled or, in older releases, tools.enableHooks)."),
+    "cline": ("Cline runs it when hooks are enabled (Settings > Features > Hooks); its context "
+              "reaches the model in the VS Code extension."),
+}
+
+
+class Refused(Exception):
+    """The settings file cannot be changed safely; the message says why."""
+
+
+# ------------------------------------------------------------- interpreter
+
+
+def is_shim(path):
+    """True for a version-manager shim (pyenv, asdf, mise: a ``/shims/``
+    folder, or a script standing in for the interpreter binary)."""
+    real = os.path.realpath(path)
+    if "/shims/" in path or "/shims/" in real:
+        return True
+    try:
+        with open(real, "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return True
+
+
+def interpreter(env=None):
+    """The absolute interpreter path to register.
+
+    Order: ``$SKILL_RETRIEVAL_PYTHON``, the repository's ``.venv`` (kept as
+    is: a venv's python links to a real binary, and the venv's
+    site-packages are needed when the index must be rebuilt), the running
+    interpreter; shims are skipped.  Falls back to the real file behind the
+    running interpreter.
+    """
+    env = os.environ if env is None else env
+    cands = [env.get("SKILL_RETRIEVAL_PYTHON"), os.path.join(REPO, ".venv", "bin", "python3"),
+             sys.executable]
+    for c in cands:
+        if c and os.path.isabs(c) and os.path.isfile(c) and os.access(c, os.X_OK) and not is_shim(c):
+            return c
+    return os.path.realpath(sys.executable)
+
+
+def hook_command(runner, python=None):
+    """The command line a runner should run (shell-quoted)."""
+    py = python or interpreter()
+    return "%s -I -S %s hook %s" % (shlex.quote(py), shlex.quote(BIN), runner)
+
+
+def is_ours(command, runner):
+    """True when ``command`` is our hook for ``runner``."""
+    return isinstance(command, str) and "skill-retrieve" in command and (" hook %s" % runner) in command
+
+
+# ---------------------------------------------------------------- targets
+
+
+def settings_path(runner, project=None, env=None):
+    """The file ``runner`` reads its hooks from (user level, or the
+    project's with ``project``)."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    if project:
+        project = os.path.abspath(os.path.expanduser(project))
+        return {
+            "claude-code": os.path.join(project, ".claude", "settings.json"),
+            "codex": os.path.join(project, ".codex", "hooks.json"),
+            "gemini": os.path.join(project, ".gemini", "settings.json"),
+            "cline": os.path.join(project, ".clinerules", "hooks", "UserPromptSubmit"),
+        }[runner]
+    if runner == "claude-code":
+        return os.path.join(env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"), "settings.json")
+    if runner == "codex":
+        return os.path.join(env.get("CODEX_HOME") or os.path.join(home, ".codex"), "hooks.json")
+    if runner == "gemini":
+        return os.path.join(home, ".gemini", "settings.json")
+    return os.path.join(home, "Documents", "Cline", "Hooks", "UserPromptSubmit")
+
+
+def handler(runner, command):
+    """Our hook handler object for a JSON-configured runner."""
+    if runner == "gemini":
+        return {"type": "command", "name": "skill-retrieval", "command": command, "timeout": TIMEOUT_MS,
+                "description": "Inject the few skills relevant to this prompt"}
+    return {"type": "command", "command": command, "timeout": TIMEOUT_S}
+
+
+def cline_script(command):
+    """The executable Cline runs (it must be a file named UserPromptSubmit)."""
+    return ("#!/bin/sh\n"
+            "# skill-retrieve hook cline: inject the skills relevant to this prompt.\n"
+            "# Written by `skill-retrieve install cline`; `skill-retrieve uninstall cline` removes it.\n"
+            "exec %s\n" % command)
+
+
+# ------------------------------------------------------------ JSON merging
+
+
+def parse_settings(text, path):
+    """The settings object in ``text`` ({} for an empty file); Refused
+    when it is not a JSON object."""
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise Refused("%s is not valid JSON (%s); fix it or add the hook by hand - left unchanged"
+                      % (path, exc))
+    if not isinstance(data, dict):
+        raise Refused("%s does not hold a JSON object; left unchanged" % path)
+    return data
+
+
+def _groups(data, event, path, create):
+    hooks = data.get("hooks")
+    if hooks is None:
+        if not create:
+            return None
+        hooks = data["hooks"] = {}
+    if not isinstance(hooks, dict):
+        raise Refused("%s: \"hooks\" is not an object; left unchanged" % path)
+    groups = hooks.get(event)
+    if groups is None:
+        if not create:
+            return None
+        groups = hooks[event] = []
+    if not isinstance(groups, list):
+        raise Refused("%s: \"hooks.%s\" is not a list; left unchanged" % (path, event))
+    return groups
+
+
+def _our_slots(groups, runner):
+    # (group index, handler index) of every handler of ours.
+    out = []
+    for gi, g in enumerate(groups):
+        hs = g.get("hooks") if isinstance(g, dict) else None
+        if isinstance(hs, list):
+            for hi, h in enumerate(hs):
+                if isinstance(h, dict) and is_ours(h.get("command"), runner):
+                    out.append((gi, hi))
+    return out
+
+
+def _drop(groups, slots, keep_first=False):
+    # Remove our handlers (last first, so indexes stay valid), then any
+    # group we emptied.
+    emptied = set()
+    for gi, hi in sorted(slots[1:] if keep_first else slots, reverse=True):
+        del groups[gi]["hooks"][hi]
+        if not groups[gi]["hooks"]:
+            emptied.add(gi)
+    for gi in sorted(emptied, reverse=True):
+        del groups[gi]
+
+
+def merge(data, runner, entry, path="settings"):
+    """Put ``entry`` into ``data`` (in place) as the only handler of ours.
+
+    An existing handler of ours is replaced where it stands; duplicates are
+    removed.  Returns True when ``data`` changed.
+    """
+    event = EVENTS[runner]
+    groups = _groups(data, event, path, create=True)
+    slots = _our_slots(groups, runner)
+    if len(slots) == 1 and groups[slots[0][0]]["hooks"][slots[0][1]] == entry:
+        return False
+    if slots:
+        gi, hi = slots[0]
+        groups[gi]["hooks"][hi] = entry
+        _drop(groups, slots, keep_first=True)
+    else:
+        groups.append({"hooks": [entry]})
+    return True
+
+
+def unmerge(data, runner, path="settings"):
+    """Remove our handlers from ``data`` (in place), and the group, event
+    list and hooks object they leave empty.  Returns True when it changed."""
+    event = EVENTS[runner]
+    groups = _groups(data, event, path, create=False)
+    if groups is None:
+        return False
+    slots = _our_slots(groups, runner)
+    if not slots:
+        return False
+    _drop(groups, slots)
+    if not groups:
+        del data["hooks"][event]
+        if not data["hooks"]:
+            del data["hooks"]
+    return True
+
+
+def dump_settings(data):
+    """Settings as written: two-space indent, UTF-8, final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------- files
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise Refused("%s is not UTF-8 text; left unchanged" % path)
+
+
+def backup(path):
+    """Copy ``path`` to ``path.bak-YYYYmmdd-HHMMSS`` (never overwriting an
+    earlier backup).  Returns the backup's path."""
+    import shutil
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    dest = "%s.bak-%s" % (path, stamp)
+    n = 1
+    while os.path.exists(dest):
+        dest = "%s.bak-%s-%d" % (path, stamp, n)
+        n += 1
+    shutil.copy2(path, dest)
+    return dest
+
+
+def write_atomic(path, text, mode=None):
+    """Write ``text`` via a temp file and rename, keeping the old file's
+    permissions (or ``mode`` for a new file)."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o644 if mode is None else mode
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+# ------------------------------------------------------------ operations
+
+
+def plan_install(runner, path, command):
+    """``(new text or None when unchanged, old text or None, mode)`` for
+    installing into ``path``; raises Refused."""
+    old = _read(path)
+    if runner == "cline":
+        new = cline_script(command)
+        if old is not None and not is_ours(old, runner):
+            raise Refused("%s exists and is not skill-retrieve's hook (Cline allows one per folder); "
+                          "left unchanged - add this line to it: %s" % (path, command))
+        return (None if old == new else new), old, 0o755
+    data = parse_settings(old or "", path)
+    changed = merge(data, runner, handler(runner, command), path)
+    return (dump_settings(data) if changed or old is None else None), old, 0o644
+
+
+def plan_uninstall(runner, path):
+    """``(new text, "" to delete the file, or None when nothing to do; old text)``."""
+    old = _read(path)
+    if old is None:
+        return None, None
+    if runner == "cline":
+        return ("" if is_ours(old, runner) else None), old
+    data = parse_settings(old, path)
+    return (dump_settings(data) if unmerge(data, runner, path) else None), old
+
+
+def install(runner, project=None, dry_run=False, out=sys.stdout, command=None):
+    """Register the hook; returns the exit code."""
+    path = settings_path(runner, project)
+    command = command or hook_command(runner)
+    new, old, mode = plan_install(runner, path, command)
+    if new is None:
+        out.write("%s: already installed in %s\n" % (runner, path))
+        return 0
+    if dry_run:
+        out.write("would write %s:\n%s" % (path, new))
+        return 0
+    if old is not None:
+        out.write("backed up %s to %s\n" % (path, backup(path)))
+    write_atomic(path, new, mode)
+    if runner == "cline":
+        os.chmod(path, os.stat(path).st_mode | 0o111)
+    out.write("installed the %s hook in %s\n  command: %s\n" % (runner, path, command))
+    out.write("  %s\n" % NOTES[runner])
+    _warm(runner, project, out)
+    return 0
+
+
+def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
+    """Remove our hook; returns the exit code."""
+    path = settings_path(runner, project)
+    new, old = plan_uninstall(runner, path)
+    if new is None:
+        if runner == "cline" and old is not None:
+            out.write("%s is not skill-retrieve's hook; left unchanged\n" % path)
+        else:
+            out.write("%s: no skill-retrieve hook in %s; nothing to remove\n" % (runner, path))
+        return 0
+    if dry_run:
+        out.write("would remove the %s hook from %s\n" % (runner, path)
+                  + ("" if new == "" else "new content:\n" + new))
+        return 0
+    out.write("backed up %s to %s\n" % (path, backup(path)))
+    if new == "":
+        os.unlink(path)
+    else:
+        write_atomic(path, new)
+    out.write("removed the %s hook from %s\n" % (runner, path))
+    return 0
+
+
+def _warm(runner, project, out):
+    # Build the index the hook will open now, so the first prompt does not
+    # pay for it under the runner's timeout.  Never fails the install.
+    try:
+        from retriever import entry, hookio
+        cwd = os.path.abspath(project) if project else os.path.expanduser("~")
+        payload = {"cwd": cwd, "workspaceRoots": [cwd]}
+        roots = hookio.roots_for(runner, payload)
+        if not roots:
+            out.write("  no skill folders yet for %s; the index is built on first use\n" % runner)
+            return
+        idx, path = entry.open_index(roots, quiet=True)
+        out.write("  indexed %d skills from %s\n" % (idx["header"]["n_docs"], ", ".join(roots)))
+    except Exception as exc:
+        out.write("  (index not built now: %s: %s; it is built on first use)\n" % (type(exc).__name__, exc))
+
+
+def _hermes(command, dry_run, out):
+    # Hermes gets the Python plugin, installed by retriever.hermes_install
+    # (a message back on success, HermesInstallError on refusal).
+    try:
+        from retriever import hermes_install
+    except ImportError:
+        sys.stderr.write("skill-retrieve: Hermes support (retriever/hermes_install.py) is not available "
+                         "in this installation\n")
+        return 1
+    from retriever import locate
+    home = locate.hermes_home()
+    if dry_run:
+        out.write("would %s the Hermes plugin in %s\n" % (command, home))
+        return 0
+    try:
+        msg = (hermes_install.install if command == "install" else hermes_install.uninstall)(home)
+    except hermes_install.HermesInstallError as exc:
+        sys.stderr.write("skill-retrieve: %s\n" % exc)
+        return 1
+    if isinstance(msg, int):
+        return msg
+    if msg:
+        out.write("%s\n" % msg)
+    return 0
+
+
+# -------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser):
+    """Arguments shared by ``install`` and ``uninstall``."""
+    parser.add_argument("runner", choices=RUNNERS, metavar="RUNNER",
+                        help="one of: " + ", ".join(RUNNERS))
+    parser.add_argument("--project", metavar="DIR",
+                        help="use the project's settings file instead of the user's")
+    parser.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+
+
+def run(args):
+    """``install`` or ``uninstall`` (from ``args.command``); returns the exit code."""
+    command = getattr(args, "command", None) or "install"
+    runner = args.runner
+    if runner == "hermes":
+        if args.project:
+            sys.stderr.write("skill-retrieve: --project does not apply to Hermes (it uses $HERMES_HOME)\n")
+            return 2
+        return _hermes(command, args.dry_run, sys.stdout)
+    try:
+        if command == "uninstall":
+            return uninstall(runner, args.project, args.dry_run)
+        return install(runner, args.project, args.dry_run)
+    except Refused as exc:
+        sys.stderr.write("skill-retrieve: %s\n" % exc)
+        return 1
+    except OSError as exc:
+        sys.stderr.write("skill-retrieve: cannot update %s: %s\n"
+                         % (exc.filename or "the settings file", exc.strerror or exc))
+        return 1

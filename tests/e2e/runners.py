@@ -1,0 +1,483 @@
+"""Drive the real Hermes Agent, Claude Code and Codex for one turn, offline.
+
+Each ``run_*`` function runs one real turn against a :class:`MockLLM` on
+127.0.0.1 and returns ``(subprocess.CompletedProcess, requests)``, where
+``requests`` are the mock's log entries made during that run. Assert on those
+requests, not on the exit code: hook and plugin failures are only logged.
+
+Every process is started in its own session with a minimal environment (no
+inherited proxies, API keys or base URLs), bounded by a timeout, and its whole
+process group is killed afterwards (SIGTERM, then SIGKILL).
+
+Pinned versions: Hermes Agent 0.19.0 (``.cache/hermes-venv``), Claude Code
+2.1.197 and Codex 0.171.0 (``.cache/npm/node_modules/.bin``). Build them with
+``make e2e-env``; missing ones make the tests skip with a visible reason
+(``require_hermes()``, ``require_claude()``, ``require_codex()``).
+
+Observed on the wire (test_infra_smoke.py, a hook that prints MARKER-123):
+
+* Hermes 0.19.0 -> ``POST /v1/chat/completions`` (stream, OpenAI SDK 2.24.0),
+  exactly one per turn, plus ``GET /api/v1/models`` probes before and after.
+  ``messages == [system, user]``: ``messages[0]`` is the whole system prompt
+  as one string; the ``pre_llm_call`` shell-hook context is appended to the
+  last (user) message after a blank line: ``"say hi\n\nMARKER-123"``. The
+  first turn after installing took ~11 s (bytecode compile), later ones ~4 s;
+  stdout is just the reply. Hook stdin: ``extra.user_message`` is the prompt.
+* Claude Code 2.1.197 -> ``HEAD /`` then one ``POST /v1/messages?beta=true``
+  (stream). ``messages[0]`` is the user turn (a ``<system-reminder>`` text
+  block, then the prompt text); ``messages[1]`` is a mid-conversation
+  ``role: "system"`` message whose *string* content holds the agent-type and
+  skill listings and ends with
+  ``"UserPromptSubmit hook additional context: MARKER-123"``. ``--bare`` skips
+  hooks (control) but still sends the request. ~1 s per run.
+* Codex 0.171.0 -> one ``POST /v1/responses`` (stream), no model-list probe.
+  ``input`` = [developer (base instructions), developer (skills),
+  user (environment_context), user (prompt), developer (hook context)]; the
+  context is verbatim: ``{"type": "message", "role": "developer", "content":
+  [{"type": "input_text", "text": "MARKER-123"}]}``. Without
+  ``--dangerously-bypass-hook-trust`` the hook never runs and Codex still
+  exits 0 (control). ~1 s per run; stderr carries harmless warnings (no
+  bubblewrap, no model metadata for ``gpt-mock``, helper aliases under /tmp).
+
+Gotchas: a hook script's shebang may carry only ONE argument on Linux
+(``#!/usr/bin/python3 -IS``, not ``-I -S``); a hook that exits 2 *blocks* the
+prompt in Claude Code (no model request at all). To see what a runner sends a
+hook on stdin, use ``write_context_hook(..., stdin_copy=PATH)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+try:  # pytest is optional so the module can be used from a plain script too
+    import pytest
+except ImportError:  # pragma: no cover
+    pytest = None
+
+from .mockserver import MockLLM, body_text, is_model_request
+
+__all__ = [
+    "REPO_ROOT", "CACHE_DIR", "HERMES_VENV", "HERMES_BIN", "HERMES_PYTHON",
+    "NPM_BIN", "CLAUDE_BIN", "CODEX_BIN",
+    "hermes_available", "claude_available", "codex_available",
+    "require_hermes", "require_claude", "require_codex",
+    "write_hermes_config", "run_hermes",
+    "hooks_json", "write_claude_settings", "run_claude",
+    "write_codex_config", "write_codex_hooks", "run_codex",
+    "write_context_hook", "run_process", "body_text", "is_model_request",
+]
+
+# ------------------------------------------------------------------ locations
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CACHE_DIR = Path(os.environ.get("SKR_E2E_CACHE", REPO_ROOT / ".cache"))
+HERMES_VENV = CACHE_DIR / "hermes-venv"
+HERMES_BIN = HERMES_VENV / "bin" / "hermes"
+HERMES_PYTHON = HERMES_VENV / "bin" / "python"
+NPM_BIN = CACHE_DIR / "npm" / "node_modules" / ".bin"
+CLAUDE_BIN = NPM_BIN / "claude"
+CODEX_BIN = NPM_BIN / "codex"
+
+HERMES_MODEL = "mock-model"
+CODEX_MODEL = "gpt-mock"
+
+# The child processes get a minimal environment built from scratch (see
+# _base_env); only PATH is taken from ours, so node and sh are found.
+_BASE_PATH = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+
+
+def _is_exe(p: Path) -> bool:
+    return p.is_file() and os.access(p, os.X_OK)
+
+
+def hermes_available() -> tuple[bool, str]:
+    if not _is_exe(HERMES_BIN):
+        return False, (f"Hermes venv missing ({HERMES_BIN} not found); "
+                       "run `make e2e-env` to build it")
+    return True, ""
+
+
+def _npm_cli_available(bin_path: Path, name: str) -> tuple[bool, str]:
+    if _is_exe(bin_path):
+        if name == "Codex" and shutil.which("node", path=_BASE_PATH) is None:
+            return False, "node not found on PATH: Codex end-to-end tests skipped"
+        return True, ""
+    if shutil.which("npm") is None:
+        return False, f"npm not found: the {name} end-to-end tests are skipped"
+    return False, (f"{name} CLI missing ({bin_path} not found); "
+                   "run `make e2e-env` to install it")
+
+
+def claude_available() -> tuple[bool, str]:
+    return _npm_cli_available(CLAUDE_BIN, "Claude Code")
+
+
+def codex_available() -> tuple[bool, str]:
+    return _npm_cli_available(CODEX_BIN, "Codex")
+
+
+def _require(check) -> None:
+    ok, reason = check()
+    if not ok:
+        if pytest is None:  # pragma: no cover
+            raise RuntimeError(reason)
+        pytest.skip(reason)
+
+
+def require_hermes() -> None:
+    """``pytest.skip`` with a visible reason when the Hermes venv is missing."""
+    _require(hermes_available)
+
+
+def require_claude() -> None:
+    """``pytest.skip`` when npm / the Claude Code CLI is missing."""
+    _require(claude_available)
+
+
+def require_codex() -> None:
+    """``pytest.skip`` when npm / the Codex CLI is missing."""
+    _require(codex_available)
+
+
+# ------------------------------------------------------------------ processes
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGTERM then SIGKILL every process left in the group ``proc`` leads
+    (started with ``start_new_session=True``, so the group is ours alone)."""
+    pgid = proc.pid
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            proc.poll()  # reap the leader, else its zombie keeps the group alive
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)
+
+
+def run_process(cmd: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike,
+                timeout: float) -> subprocess.CompletedProcess:
+    """Run ``cmd`` with stdin from /dev/null in a new session, bounded.
+
+    stdout/stderr go to temp files (so a stray grandchild holding the pipe
+    cannot hang us); on timeout the process group is killed and the
+    returncode is -9 with a note appended to stderr. Any process left in the
+    group after the leader exits is killed too.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            cwd=str(cwd), env=dict(env), start_new_session=True)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(proc)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+    if timed_out:
+        stderr += f"\n[runners] TIMEOUT after {timeout}s: {' '.join(map(str, cmd))}\n"
+    return subprocess.CompletedProcess(list(cmd), proc.returncode, stdout, stderr)
+
+
+def _base_env(home: Path, extra_env: Mapping[str, str] | None = None) -> dict:
+    env = {
+        "PATH": _BASE_PATH,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+    }
+    if extra_env:
+        for k, v in extra_env.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = str(v)
+    return env
+
+
+def _sibling(path: Path, suffix: str) -> Path:
+    d = path.parent / f"{path.name}-{suffix}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def write_context_hook(path: str | os.PathLike, output: str | dict,
+                       stdin_copy: str | os.PathLike | None = None) -> Path:
+    """Write an executable Python script that prints ``output`` (JSON-dumped if
+    not a str) and exits 0. With ``stdin_copy``, it first saves its stdin there.
+    Returns the path; use ``str(path)`` as the hook command (no shell needed).
+    """
+    import sys
+    path = Path(path)
+    text = output if isinstance(output, str) else json.dumps(output)
+    lines = [f"#!{sys.executable} -IS", "import sys"]
+    if stdin_copy is not None:
+        lines.append(f"open({str(stdin_copy)!r}, 'w').write(sys.stdin.read())")
+    else:
+        lines.append("sys.stdin.read()")
+    lines.append(f"sys.stdout.write({text!r})")
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def _requests_since(mock: MockLLM, start: int) -> list[dict]:
+    return mock.since(start)
+
+
+# --------------------------------------------------------------------- Hermes
+
+
+def _deep_merge(base: dict, extra: Mapping) -> dict:
+    for k, v in extra.items():
+        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
+            _deep_merge(base[k], v)
+        else:
+            base[k] = v
+    return base
+
+
+def write_hermes_config(hermes_home: str | os.PathLike, port: int,
+                        plugins_enabled: Iterable[str] = (),
+                        shell_hooks: Iterable[str | dict] | Mapping | None = None,
+                        extra: Mapping | None = None,
+                        hook_timeout: int = 20) -> Path:
+    """Write ``$HERMES_HOME/config.yaml`` pointing the model at the mock.
+
+    ``shell_hooks`` is a list of ``pre_llm_call`` commands (str, or a full
+    ``{command, timeout}`` dict), or a mapping ``{event: [commands]}``. When
+    any hook is given, ``hooks_auto_accept: true`` is set. ``extra`` is
+    deep-merged last. Also creates ``.no-bundled-skills`` and ``skills/``.
+    """
+    home = Path(hermes_home)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".no-bundled-skills").touch()
+    (home / "skills").mkdir(exist_ok=True)
+    cfg: dict = {
+        "model": {"provider": "custom", "base_url": f"http://127.0.0.1:{port}/v1",
+                  "default": HERMES_MODEL, "api_key": "dummy-key",
+                  "context_length": 131072},
+        "plugins": {"enabled": list(plugins_enabled)},
+        "compression": {"enabled": False},
+    }
+    if shell_hooks:
+        if not isinstance(shell_hooks, Mapping):
+            shell_hooks = {"pre_llm_call": list(shell_hooks)}
+        hooks = {}
+        for event, cmds in shell_hooks.items():
+            hooks[event] = [c if isinstance(c, Mapping) else
+                            {"command": str(c), "timeout": hook_timeout}
+                            for c in cmds]
+        cfg["hooks_auto_accept"] = True
+        cfg["hooks"] = hooks
+    if extra:
+        _deep_merge(cfg, extra)
+    path = home / "config.yaml"
+    try:
+        import yaml
+        text = yaml.safe_dump(cfg, sort_keys=False, default_flow_style=False)
+    except ImportError:  # JSON is valid YAML
+        text = json.dumps(cfg, indent=2)
+    path.write_text(text)
+    return path
+
+
+def run_hermes(prompt: str, hermes_home: str | os.PathLike, mock: MockLLM,
+               extra_env: Mapping[str, str] | None = None, timeout: float = 180,
+               *, home: str | os.PathLike | None = None,
+               cwd: str | os.PathLike | None = None,
+               extra_args: Sequence[str] = ()) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One ``hermes -z PROMPT --accept-hooks`` turn against ``mock``.
+
+    ``HERMES_HOME=hermes_home`` (config.yaml written with default settings if
+    absent; ``.no-bundled-skills`` always created), ``HOME`` and the cwd are
+    empty sibling folders unless given. OPENAI_BASE_URL, CUSTOM_BASE_URL,
+    OPENAI_API_KEY, OPENROUTER_API_KEY are never set (minimal environment)
+    unless ``extra_env`` names them; an ``extra_env`` value of None removes a
+    variable. Logs (plugin import errors too) are in
+    ``$HERMES_HOME/logs/agent.log``.
+    """
+    require_hermes()
+    hermes_home = Path(hermes_home)
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / ".no-bundled-skills").touch()
+    if not (hermes_home / "config.yaml").exists():
+        write_hermes_config(hermes_home, mock.port)
+    home = Path(home) if home is not None else _sibling(hermes_home, "home")
+    cwd = Path(cwd) if cwd is not None else _sibling(hermes_home, "cwd")
+    env = _base_env(home, {"HERMES_HOME": str(hermes_home), "PYTHONUNBUFFERED": "1",
+                           **(extra_env or {})})
+    for k in ("OPENAI_BASE_URL", "CUSTOM_BASE_URL", "OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+        if not (extra_env and k in extra_env):
+            env.pop(k, None)
+    start = len(mock.requests)
+    # "--oneshot=P" keeps a prompt that starts with "-" from parsing as a flag
+    zarg = ["-z", prompt] if not prompt.startswith("-") else [f"--oneshot={prompt}"]
+    cp = run_process([str(HERMES_BIN), *zarg, "--accept-hooks", *extra_args],
+                     env, cwd, timeout)
+    return cp, _requests_since(mock, start)
+
+
+# ---------------------------------------------------------------- Claude Code
+
+
+def hooks_json(commands: Iterable[str | dict], event: str = "UserPromptSubmit",
+               timeout: int | None = 20) -> dict:
+    """The Claude-shaped hooks object (also used by Codex's hooks.json)."""
+    handlers = []
+    for c in commands:
+        if isinstance(c, Mapping):
+            handlers.append(dict(c))
+        else:
+            h = {"type": "command", "command": str(c)}
+            if timeout is not None:
+                h["timeout"] = timeout
+            handlers.append(h)
+    return {"hooks": {event: [{"hooks": handlers}]}}
+
+
+def write_claude_settings(path: str | os.PathLike, commands: Iterable[str | dict] = (),
+                          event: str = "UserPromptSubmit", extra: Mapping | None = None,
+                          timeout: int | None = 20) -> Path:
+    """Write a settings.json with the given UserPromptSubmit hook commands."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = hooks_json(commands, event, timeout) if commands else {}
+    if extra:
+        _deep_merge(settings, extra)
+    path.write_text(json.dumps(settings, indent=2))
+    return path
+
+
+def run_claude(prompt: str, settings_path: str | os.PathLike | None, mock: MockLLM,
+               home: str | os.PathLike, cwd: str | os.PathLike, bare: bool = False,
+               *, timeout: float = 120, output_format: str = "json",
+               extra_args: Sequence[str] = (),
+               extra_env: Mapping[str, str] | None = None,
+               ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One ``claude -p PROMPT`` turn against ``mock`` (``env -i`` style env).
+
+    ``settings_path`` is passed with ``--settings`` (None: no flag). ``bare``
+    adds ``--bare``, which skips hooks (the control). With
+    ``output_format="stream-json"``, ``--verbose --include-hook-events`` are
+    added so stdout shows the hook events.
+    """
+    require_claude()
+    home, cwd = Path(home), Path(cwd)
+    home.mkdir(parents=True, exist_ok=True)
+    cwd.mkdir(parents=True, exist_ok=True)
+    env = _base_env(home, {
+        "ANTHROPIC_BASE_URL": mock.url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        **(extra_env or {}),
+    })
+    cmd = [str(CLAUDE_BIN), "-p", "--output-format", output_format]
+    if output_format == "stream-json":
+        cmd += ["--verbose", "--include-hook-events"]
+    if settings_path is not None:
+        cmd += ["--settings", str(settings_path)]
+    if bare:
+        cmd.append("--bare")
+    cmd += [*extra_args, "--", prompt]  # the prompt is positional
+    start = len(mock.requests)
+    cp = run_process(cmd, env, cwd, timeout)
+    return cp, _requests_since(mock, start)
+
+
+# ---------------------------------------------------------------------- Codex
+
+
+def write_codex_config(codex_home: str | os.PathLike, port: int,
+                       extra_toml: str = "") -> Path:
+    """Write ``$CODEX_HOME/config.toml`` for the mock (Responses wire API)."""
+    codex_home = Path(codex_home)
+    codex_home.mkdir(parents=True, exist_ok=True)
+    text = f'''model_provider = "mock"
+model = "{CODEX_MODEL}"
+
+[model_providers.mock]
+name = "mock"
+base_url = "http://127.0.0.1:{port}/v1"
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+
+[features]
+plugins = false
+remote_plugin = false
+
+[analytics]
+enabled = false
+'''
+    if extra_toml:
+        text += "\n" + extra_toml.strip() + "\n"
+    path = codex_home / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def write_codex_hooks(codex_home: str | os.PathLike, commands: Iterable[str | dict],
+                      event: str = "UserPromptSubmit", timeout: int | None = 20) -> Path:
+    """Write ``$CODEX_HOME/hooks.json`` (same shape as Claude's hooks)."""
+    codex_home = Path(codex_home)
+    codex_home.mkdir(parents=True, exist_ok=True)
+    path = codex_home / "hooks.json"
+    path.write_text(json.dumps(hooks_json(commands, event, timeout), indent=2))
+    return path
+
+
+def run_codex(prompt: str, codex_home: str | os.PathLike, mock: MockLLM,
+              cwd: str | os.PathLike, trust_hooks: bool = True,
+              *, timeout: float = 120, home: str | os.PathLike | None = None,
+              extra_args: Sequence[str] = (), extra_toml: str = "",
+              extra_env: Mapping[str, str] | None = None,
+              ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One ``codex exec`` turn against ``mock``.
+
+    (Re)writes ``$CODEX_HOME/config.toml`` for ``mock.port``; hooks come from
+    ``$CODEX_HOME/hooks.json`` (see :func:`write_codex_hooks`).
+    ``trust_hooks=False`` omits ``--dangerously-bypass-hook-trust``, so the
+    untrusted hooks are skipped silently (the control).
+    """
+    require_codex()
+    codex_home, cwd = Path(codex_home), Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    write_codex_config(codex_home, mock.port, extra_toml)
+    home = Path(home) if home is not None else _sibling(codex_home, "home")
+    env = _base_env(home, {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "dummy",
+                           **(extra_env or {})})
+    cmd = [str(CODEX_BIN), "exec", "--skip-git-repo-check"]
+    if trust_hooks:
+        cmd.append("--dangerously-bypass-hook-trust")
+    cmd += ["-s", "read-only", *extra_args, "--", prompt]
+    start = len(mock.requests)
+    cp = run_process(cmd, env, cwd, timeout)
+    return cp, _requests_since(mock, start)

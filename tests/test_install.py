@@ -1,0 +1,368 @@
+"""``skill-retrieve install|uninstall RUNNER`` on temporary homes.
+
+The real executable edits settings files under tmp_path (HOME, CODEX_HOME
+and XDG_CACHE_HOME all point there).  Other people's entries and keys must
+survive byte-for-byte in meaning, a second install must change nothing, a
+file that is not valid JSON must never be overwritten, and every change
+must leave a backup.
+"""
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BIN, REPO, make_skill
+
+from retriever import install as inst
+
+JSON_RUNNERS = {"claude-code": ("UserPromptSubmit", 5), "codex": ("UserPromptSubmit", 5),
+                "gemini": ("BeforeAgent", 5000)}
+
+
+@pytest.fixture
+def home(cli_env):
+    return cli_env["HOME"]
+
+
+@pytest.fixture
+def env_extra(tmp_path):
+    return {"CODEX_HOME": tmp_path / "codex-home"}
+
+
+@pytest.fixture
+def run(cli, env_extra):
+    def go(*args, **env):
+        return cli(*args, env=dict(env_extra, **env))
+    return go
+
+
+def user_file(runner, home, tmp_path):
+    return {"claude-code": os.path.join(home, ".claude", "settings.json"),
+            "codex": os.path.join(str(tmp_path / "codex-home"), "hooks.json"),
+            "gemini": os.path.join(home, ".gemini", "settings.json"),
+            "cline": os.path.join(home, "Documents", "Cline", "Hooks", "UserPromptSubmit")}[runner]
+
+
+def ours(data, runner):
+    """Our handlers in a settings object."""
+    event = JSON_RUNNERS[runner][0]
+    return [h for g in data.get("hooks", {}).get(event, []) for h in g.get("hooks", [])
+            if "skill-retrieve" in h.get("command", "") and (" hook %s" % runner) in h["command"]]
+
+
+def backups(path):
+    d, base = os.path.split(path)
+    return sorted(f for f in os.listdir(d) if f.startswith(base + ".bak-")) if os.path.isdir(d) else []
+
+
+def ok(proc):
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+# ------------------------------------------------------------ fresh file
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_fresh_install_writes_one_entry(runner, run, home, tmp_path):
+    ok(run("install", runner))
+    path = user_file(runner, home, tmp_path)
+    data = json.load(open(path))
+    event, timeout = JSON_RUNNERS[runner]
+    assert list(data) == ["hooks"] and list(data["hooks"]) == [event]
+    (h,) = ours(data, runner)
+    assert h["type"] == "command" and h["timeout"] == timeout
+    argv = shlex.split(h["command"])
+    assert argv[1:] == ["-I", "-S", str(BIN), "hook", runner]
+    assert os.path.isabs(argv[0]) and os.access(argv[0], os.X_OK)
+    assert "/shims/" not in argv[0] and not inst.is_shim(argv[0])
+    assert backups(path) == []  # nothing existed to back up
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_registered_command_answers_a_prompt(runner, run, home, tmp_path, cli_env):
+    # The exact command written to the settings file, run the way the
+    # runner runs it (through sh -c), finds a skill in the runner's folder.
+    skill_dir = {"claude-code": os.path.join(home, ".claude", "skills"),
+                 "codex": os.path.join(str(tmp_path / "codex-home"), "skills"),
+                 "gemini": os.path.join(home, ".gemini", "skills")}[runner]
+    make_skill(skill_dir, "pdf-extract", {"name": "pdf-extract", "description": "Extract text from scanned PDF files."})
+    ok(run("install", runner))
+    (h,) = ours(json.load(open(user_file(runner, home, tmp_path))), runner)
+    env = dict(cli_env, CODEX_HOME=str(tmp_path / "codex-home"))
+    stdin = json.dumps({"cwd": home, "prompt": "text from a scanned pdf", "hook_event_name": "x"})
+    proc = subprocess.run(["sh", "-c", h["command"]], input=stdin.encode(), env=env, cwd=home,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert "**pdf-extract**" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_install_builds_the_index_up_front(run, home, cli_env):
+    make_skill(os.path.join(home, ".claude", "skills"), "pdf-extract",
+               {"name": "pdf-extract", "description": "Extract text from PDF files."})
+    proc = ok(run("install", "claude-code"))
+    assert "indexed 1 skills" in proc.stdout
+    cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    assert [f for f in os.listdir(cache) if f.endswith(".skr")]
+
+
+# -------------------------------------------- existing file, idempotence
+
+OTHER = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(ls:*)"], "deny": []},
+    "hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo other-ups", "timeout": 3}]}],
+        "BeforeAgent": [{"hooks": [{"type": "command", "command": "other-gemini-hook"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}],
+    },
+    "ünïcode": "kept as is ✓",
+}
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_existing_file_keeps_everything_else(runner, run, home, tmp_path):
+    path = user_file(runner, home, tmp_path)
+    original = json.dumps(OTHER, indent=4, ensure_ascii=False)
+    write(path, original)
+    ok(run("install", runner))
+    data = json.load(open(path, encoding="utf-8"))
+    event = JSON_RUNNERS[runner][0]
+    # everything but our one new group is unchanged, in order
+    assert data["hooks"][event][:len(OTHER["hooks"][event])] == OTHER["hooks"][event]
+    assert len(ours(data, runner)) == 1
+    data["hooks"][event] = [g for g in data["hooks"][event] if not ours({"hooks": {event: [g]}}, runner)]
+    assert data == OTHER and list(data) == list(OTHER)
+    (b,) = backups(path)
+    assert open(os.path.join(os.path.dirname(path), b), encoding="utf-8").read() == original
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_second_install_is_a_no_op(runner, run, home, tmp_path):
+    path = user_file(runner, home, tmp_path)
+    write(path, json.dumps(OTHER))
+    ok(run("install", runner))
+    first = open(path, "rb").read()
+    n_backups = len(backups(path))
+    proc = ok(run("install", runner))
+    assert "already installed" in proc.stdout
+    assert open(path, "rb").read() == first
+    assert len(backups(path)) == n_backups
+    assert len(ours(json.loads(first), runner)) == 1
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_uninstall_removes_only_ours(runner, run, home, tmp_path):
+    path = user_file(runner, home, tmp_path)
+    write(path, json.dumps(OTHER))
+    ok(run("install", runner))
+    installed = open(path, encoding="utf-8").read()
+    ok(run("uninstall", runner))
+    assert json.load(open(path, encoding="utf-8")) == OTHER
+    assert installed in [open(os.path.join(os.path.dirname(path), b), encoding="utf-8").read()
+                         for b in backups(path)]
+    proc = ok(run("uninstall", runner))  # again: nothing to do, nothing written
+    assert "nothing to remove" in proc.stdout
+
+
+def test_uninstall_of_a_fresh_install_leaves_no_hooks_key(run, home, tmp_path):
+    ok(run("install", "claude-code"))
+    ok(run("uninstall", "claude-code"))
+    assert json.load(open(user_file("claude-code", home, tmp_path))) == {}
+
+
+def test_stale_entry_of_ours_is_replaced_in_place(run, home, tmp_path):
+    path = user_file("claude-code", home, tmp_path)
+    stale = {"type": "command", "command": "/old/python3 -I -S /old/bin/skill-retrieve hook claude-code"}
+    write(path, json.dumps({"hooks": {"UserPromptSubmit": [
+        {"hooks": [stale, {"type": "command", "command": "echo mine"}]},
+        {"hooks": [dict(stale, command=stale["command"] + " --root /x")]},  # a duplicate of ours
+    ]}}))
+    ok(run("install", "claude-code"))
+    groups = json.load(open(path))["hooks"]["UserPromptSubmit"]
+    assert len(groups) == 1  # the group holding only the duplicate is gone
+    assert groups[0]["hooks"][1] == {"type": "command", "command": "echo mine"}
+    assert groups[0]["hooks"][0]["command"] == inst.hook_command("claude-code")
+
+
+def test_other_runners_entries_are_not_ours(run, home, tmp_path):
+    # a codex entry in a Claude file (odd, but not ours to remove)
+    path = user_file("claude-code", home, tmp_path)
+    codex_cmd = "/p -I -S /r/bin/skill-retrieve hook codex"
+    write(path, json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": codex_cmd}]}]}}))
+    ok(run("install", "claude-code"))
+    ok(run("uninstall", "claude-code"))
+    assert json.load(open(path))["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == codex_cmd
+
+
+# ------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+@pytest.mark.parametrize("text", ['{"hooks": {', "// comment\n{}", "[1, 2]", '{"hooks": []}',
+                                  '{"hooks": {"UserPromptSubmit": {}, "BeforeAgent": {}}}'])
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_unparseable_file_is_refused_and_untouched(runner, text, command, run, home, tmp_path):
+    path = user_file(runner, home, tmp_path)
+    write(path, text)
+    proc = run(command, runner)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and path in proc.stderr and "Traceback" not in proc.stderr
+    assert open(path).read() == text
+    assert backups(path) == []
+
+
+def test_dry_run_writes_nothing(run, home, tmp_path):
+    proc = ok(run("install", "gemini", "--dry-run"))
+    assert '"BeforeAgent"' in proc.stdout and "5000" in proc.stdout
+    assert not os.path.exists(user_file("gemini", home, tmp_path))
+
+
+# ---------------------------------------------------------------- paths
+
+
+@pytest.mark.parametrize("runner,rel", [("claude-code", ".claude/settings.json"), ("codex", ".codex/hooks.json"),
+                                        ("gemini", ".gemini/settings.json"),
+                                        ("cline", ".clinerules/hooks/UserPromptSubmit")])
+def test_project_files(runner, rel, run, home, tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    ok(run("install", runner, "--project", proj))
+    target = proj / rel
+    assert target.is_file()
+    assert not os.path.exists(user_file(runner, home, tmp_path))
+    ok(run("uninstall", runner, "--project", proj))
+    if runner == "cline":
+        assert not target.exists()
+    else:
+        assert json.load(open(target)) == {}
+
+
+def test_codex_home_is_respected(run, tmp_path, home):
+    ok(run("install", "codex"))
+    assert (tmp_path / "codex-home" / "hooks.json").is_file()
+    assert not os.path.exists(os.path.join(home, ".codex", "hooks.json"))
+
+
+def test_settings_paths_default_to_home():
+    env = {"HOME": "/h"}
+    assert inst.settings_path("claude-code", env=env) == "/h/.claude/settings.json"
+    assert inst.settings_path("codex", env=env) == "/h/.codex/hooks.json"
+    assert inst.settings_path("codex", env={"HOME": "/h", "CODEX_HOME": "/c"}) == "/c/hooks.json"
+    assert inst.settings_path("gemini", env=env) == "/h/.gemini/settings.json"
+    assert inst.settings_path("cline", env=env) == "/h/Documents/Cline/Hooks/UserPromptSubmit"
+
+
+# ---------------------------------------------------------------- Cline
+
+
+def test_cline_hook_file(run, home, tmp_path, cli_env):
+    path = user_file("cline", home, tmp_path)
+    ok(run("install", "cline"))
+    assert os.stat(path).st_mode & stat.S_IXUSR
+    text = open(path).read()
+    assert text.startswith("#!/bin/sh\n") and inst.hook_command("cline") in text
+    # it answers a Cline payload with valid JSON
+    make_skill(os.path.join(home, ".cline", "skills"), "pdf-extract",
+               {"name": "pdf-extract", "description": "Extract text from scanned PDF files."})
+    stdin = json.dumps({"hookName": "UserPromptSubmit", "workspaceRoots": [],
+                        "userPromptSubmit": {"prompt": "text from a scanned pdf"}})
+    proc = subprocess.run([path], input=stdin.encode(), env=cli_env, capture_output=True, timeout=60)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["cancel"] is False and "**pdf-extract**" in doc["contextModification"]
+    proc = ok(run("install", "cline"))
+    assert "already installed" in proc.stdout and backups(path) == []
+    ok(run("uninstall", "cline"))
+    assert not os.path.exists(path) and len(backups(path)) == 1
+
+
+def test_cline_someone_elses_hook_is_left_alone(run, home, tmp_path):
+    path = user_file("cline", home, tmp_path)
+    write(path, "#!/bin/sh\necho '{\"cancel\": false}'\n")
+    proc = run("install", "cline")
+    assert proc.returncode == 1 and "not skill-retrieve's" in proc.stderr
+    proc = ok(run("uninstall", "cline"))
+    assert "left unchanged" in proc.stdout
+    assert open(path).read() == "#!/bin/sh\necho '{\"cancel\": false}'\n" and backups(path) == []
+
+
+def test_repo_cline_hook_finds_the_checkout_through_a_symlink(tmp_path, cli_env):
+    link = tmp_path / "Hooks" / "UserPromptSubmit"
+    link.parent.mkdir()
+    link.symlink_to(REPO / "hooks" / "cline" / "UserPromptSubmit")
+    proc = subprocess.run([str(link)], input=b"not json", env=cli_env, capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, b'{"cancel": false}\n')
+    copy = tmp_path / "copy"
+    copy.write_bytes((REPO / "hooks" / "cline" / "UserPromptSubmit").read_bytes())
+    copy.chmod(0o755)
+    proc = subprocess.run([str(copy)], input=b"{}", env=cli_env, capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, b'{"cancel": false}\n')  # no checkout next to it
+
+
+# ------------------------------------------------------------ interpreter
+
+
+def _script(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_shims_are_detected(tmp_path):
+    real = os.path.realpath(sys.executable)
+    assert not inst.is_shim(real)
+    shim = _script(str(tmp_path / ".pyenv" / "shims" / "python3"), '#!/usr/bin/env bash\nexec pyenv exec python3 "$@"\n')
+    assert inst.is_shim(shim)
+    wrapper = _script(str(tmp_path / "bin" / "python3"), "#!/bin/sh\nexec python3 \"$@\"\n")
+    assert inst.is_shim(wrapper)
+    linked = tmp_path / "asdf" / "shims" / "python"
+    linked.parent.mkdir(parents=True)
+    linked.symlink_to(real)
+    assert inst.is_shim(str(linked))  # a /shims/ folder, whatever it points to
+
+
+def test_interpreter_skips_a_shim(tmp_path):
+    shim = _script(str(tmp_path / ".pyenv" / "shims" / "python3"), "#!/bin/sh\nexec python3 \"$@\"\n")
+    py = inst.interpreter({"SKILL_RETRIEVAL_PYTHON": shim})
+    assert py != shim and os.path.isabs(py) and not inst.is_shim(py)
+    real = os.path.realpath(sys.executable)
+    assert inst.interpreter({"SKILL_RETRIEVAL_PYTHON": real}) == real
+
+
+def test_install_help_and_bad_runner(run):
+    proc = run("install", "--help")
+    assert proc.returncode == 0 and "--project" in proc.stdout
+    proc = run("install", "cursor")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_hermes_takes_no_project(run, tmp_path):
+    proc = run("install", "hermes", "--project", tmp_path)
+    assert proc.returncode == 2 and "HERMES_HOME" in proc.stderr
+
+
+def test_hermes_delegates_to_the_plugin_installer(run, tmp_path):
+    hh = tmp_path / "hermes-home"
+    hh.mkdir()
+    (hh / "config.yaml").write_text("model:\n  default: m\n")
+    proc = ok(run("install", "hermes", HERMES_HOME=hh))
+    assert (hh / "plugins" / "skill-retrieval").exists() and "restart Hermes" in proc.stdout
+    ok(run("uninstall", "hermes", HERMES_HOME=hh))
+    assert not (hh / "plugins" / "skill-retrieval").exists()
+    (hh / "config.yaml").write_text("model: [unclosed\n")
+    proc = run("install", "hermes", HERMES_HOME=hh)
+    assert proc.returncode == 1 and "not valid YAML" in proc.stderr and "Traceback" not in proc.stderr
