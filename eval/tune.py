@@ -23,7 +23,7 @@ _orig_field_terms = index.field_terms
 
 
 def _cached_field_terms(skill, profile):
-    key = (skill["id"], skill["path"], repr(sorted(profile["analyzer"].items())), tuple(profile["fields"]))
+    key = (skill["id"], skill["path"], repr(sorted(profile["analyzer"].items())), tuple(sorted(profile["fields"])))
     if key not in _cache:
         _cache[key] = _orig_field_terms(skill, profile)
     return _cache[key]

@@ -10,6 +10,39 @@ should go elsewhere.
 _USAGE_HINTS = ("when to use", "use when", "when to apply", "when to invoke", "use this skill",
                 "use cases", "use case", "trigger", "when should", "when you need", "usage scenarios")
 _NEGATIVE_HINTS = ("not ", "n't", "avoid", "instead", "skip")
+# Sentences of a description that say what a skill is NOT for.  Their words
+# must not count for the skill: "Not for libFuzzer" is no reason to rank it
+# for a libFuzzer question.
+_NOT_FOR = ("not for ", "do not use", "don't use", "not intended", "not to be used", "never use this",
+            "skip for ", "avoid for ", "not suitable for", "not a replacement")
+
+
+# Headings of sections listing when a skill should not be used.
+_NOT_SECTION = ("when not", "not to use", "not for", "don't use", "do not use", "when to avoid",
+                "avoid using", "not use this", "when to skip")
+
+
+def split_not_for(text):
+    """``(positive, negative)``: the sentences of ``text`` that say what the
+    skill is not for, moved out of it."""
+    low = text.lower()
+    if not any(h in low for h in _NOT_FOR):
+        return text, ""
+    keep, drop = [], []
+    for sent in _sentences(text):
+        (drop if sent.lower().lstrip(" *_(").startswith(_NOT_FOR) else keep).append(sent)
+    return " ".join(keep), " ".join(drop)
+
+
+def _sentences(text):
+    out, start = [], 0
+    for i, ch in enumerate(text):
+        if ch in ".;!?" and (i + 1 == len(text) or text[i + 1] == " "):
+            out.append(text[start:i + 1].strip())
+            start = i + 1
+    if text[start:].strip():
+        out.append(text[start:].strip())
+    return out
 
 
 def split_camel(word):
@@ -25,37 +58,40 @@ def split_camel(word):
 
 
 def body_outline(body):
-    """``(headings, usage)``: the heading lines of the body, and the text of
-    its "When to use"-style sections (up to the next heading of the same or
-    a higher level)."""
-    headings = []
-    usage = []
-    in_usage = 0  # level of the usage heading we are inside, 0 when outside
+    """``(headings, usage, negative, rest)`` of a Markdown body: its heading
+    lines; the text of its "When to use"-style sections; the text of its
+    "When NOT to use"-style sections; and the body without the latter.
+    A section runs to the next heading of the same or a higher level."""
+    headings, usage, negative, rest = [], [], [], []
+    kind = None  # "usage" or "negative" while inside such a section
+    level_in = 0
     fence = False
     for line in body.split("\n"):
         s = line.strip()
-        if s.startswith("```") or s.startswith("~~~"):
+        if s.startswith(("```", "~~~")):
             fence = not fence
-            continue
-        if fence:
-            if in_usage:
-                usage.append(s)
-            continue
-        if s.startswith("#"):
+        elif not fence and s.startswith("#"):
             level = len(s) - len(s.lstrip("#"))
             title = s[level:].strip()
-            if not title or level > 6:
-                continue
-            headings.append(title)
-            if in_usage and level <= in_usage:
-                in_usage = 0
-            low = title.lower()
-            if not in_usage and any(h in low for h in _USAGE_HINTS) and not any(n in low for n in _NEGATIVE_HINTS):
-                in_usage = level
+            if title and level <= 6:
+                headings.append(title)
+                if kind and level <= level_in:
+                    kind = None
+                low = title.lower()
+                if not kind:
+                    if any(h in low for h in _NOT_SECTION):
+                        kind, level_in = "negative", level
+                        negative.append(title)
+                        continue
+                    if any(h in low for h in _USAGE_HINTS):
+                        kind, level_in = "usage", level
+        if kind == "negative":
+            negative.append(s)
             continue
-        if in_usage and s:
+        rest.append(line)
+        if kind == "usage" and s and not s.startswith("#"):
             usage.append(s)
-    return "\n".join(headings), "\n".join(usage)
+    return "\n".join(headings), "\n".join(usage), "\n".join(negative), "\n".join(rest)
 
 
 def field_texts(skill, profile):
@@ -68,15 +104,17 @@ def field_texts(skill, profile):
         # The design we started from: one text, "name: description" + triggers + tags.
         return {"seed": " ".join([name + ": " + skill["description"]] + skill["triggers"] + skill["tags"])}
     camel = split_camel(names)
-    body = skill.get("body", "")
+    desc, desc_not = split_not_for(skill["description"])
+    headings, usage, body_not, body = body_outline(skill.get("body", ""))
     out = {
         "name": names if camel == names else names + " " + camel,
-        "description": skill["description"],
+        "description": desc,
         "triggers": " ".join(skill["triggers"]),
         "tags": " ".join(skill["tags"]),
         "category": skill.get("category", "").replace("/", " "),
+        "headings": headings,
+        "usage": usage,
         "body": body,
+        "not": (desc_not + "\n" + body_not).strip(),
     }
-    if "headings" in fields or "usage" in fields:
-        out["headings"], out["usage"] = body_outline(body)
     return {f: t for f, t in out.items() if f in fields}
