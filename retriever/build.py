@@ -32,7 +32,8 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
         rlist = discover.dedupe_roots([{"path": locate.abspath(r), "source": "root", "prefix": ""}
                                        for r in roots])
     else:
-        rlist = discover.default_roots(external_dirs=hermes_config.external_dirs(cfg, hh))
+        rlist = discover.default_roots(env=dict(os.environ, HERMES_HOME=hh),
+                                       external_dirs=hermes_config.external_dirs(cfg, hh))
     return {
         "roots": rlist,
         "explicit": explicit,

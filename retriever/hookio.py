@@ -340,7 +340,14 @@ def _answer(runner, opts, text, payload):
             if idx is None:
                 raise ValueError("index %s unusable right after building it" % index_path)
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    results = entry.shortlist(text, search(idx, text, top_k), inject_k, opts.get("rerank", False), session)
+    results = search(idx, text, top_k)
+    if runner == "hermes":
+        # Never suggest what Hermes hides: wrong OS, inactive environment,
+        # tool conditions (unknowable from a shell hook, so held back).
+        from hermes_plugin.visibility import make_view, visible
+        view = make_view(platform or "")
+        results = [r for r in results if visible(r, view)]
+    results = entry.shortlist(text, results, inject_k, opts.get("rerank", False), session)
     return fit(runner, results), index_path
 
 

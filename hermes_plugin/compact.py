@@ -1,0 +1,157 @@
+"""Phase 1: the names-only skills index, as an ``llm_request`` middleware.
+
+Hermes lists every skill with a description inside ``<available_skills>``
+on every request.  The rewrite keeps the names (descriptions of the skills
+that matter arrive with the user's message, from the ``pre_llm_call``
+hook) and adds one note saying so.  It works on the outgoing request only:
+Hermes keeps the original prompt in its store, so the same rewrite runs on
+every attempt and must give the same bytes each time (prompt cache).
+
+Pure functions over plain data; nothing here imports Hermes or the retriever.
+"""
+
+OPEN = "<available_skills>"
+CLOSE = "</available_skills>"
+# Inside the block, so a compacted text is recognised and left alone.
+MARKER = "<!-- skill-retrieval:compact -->"
+NOTE = ("(Descriptions are left out of the list above: the descriptions of the skills "
+        "relevant to a request arrive after the user's message. "
+        "skill_view(name) loads any listed skill.)")
+NAMES_ONLY = " [names only]: "
+
+
+def _compact_line(line):
+    """One line of the block in names-only form, or None to drop it.
+
+    Skill lines (4 spaces, ``- ``) keep the name, category lines (2 spaces)
+    keep the category, ``[names only]`` lines stay as they are; anything
+    else is a wrapped description and goes.
+    """
+    line = line.rstrip()
+    if line.startswith("    - "):
+        name = line[6:].split(": ", 1)[0].strip()
+        return "    - " + name if name else None
+    if line.startswith("  ") and line[2:3] not in ("", " "):
+        body = line[2:]
+        if NAMES_ONLY in body:
+            return line
+        head, sep, _ = body.partition(": ")
+        if sep:
+            return "  " + head + ":"
+        if body.endswith(":"):
+            return line
+    return None
+
+
+def compact_text(text):
+    """``text`` with its ``<available_skills>`` block in names-only form and
+    the note after it; None when there is no complete block or it is
+    already compact (idempotence)."""
+    if not isinstance(text, str):
+        return None
+    i = text.find(OPEN)
+    if i < 0:
+        return None
+    start = i + len(OPEN)
+    j = text.find(CLOSE, start)
+    if j < 0:
+        return None
+    inner = text[start:j]
+    if MARKER in inner:
+        return None
+    kept = [c for c in (_compact_line(ln) for ln in inner.split("\n")) if c is not None]
+    block = OPEN + "\n" + MARKER + "\n" + "".join(c + "\n" for c in kept) + CLOSE
+    return text[:i] + block + "\n" + NOTE + text[j + len(CLOSE):]
+
+
+def _compact_content(content):
+    """A system ``content`` (str, or a list of text parts / blocks) with the
+    block compacted, as a new object; None when nothing changes."""
+    if isinstance(content, str):
+        return compact_text(content)
+    if isinstance(content, list):
+        for n, part in enumerate(content):
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                new = compact_text(part["text"])
+                if new is not None:
+                    part = dict(part)  # keeps type, cache_control and the rest
+                    part["text"] = new
+                    return content[:n] + [part] + content[n + 1:]
+    return None
+
+
+def rewrite_request(request):
+    """A new request dict with the skills block compacted, or None.
+
+    Looks only where Hermes puts the system prompt: ``instructions``
+    (Responses API), top-level ``system`` (Anthropic: str or blocks;
+    Bedrock: ``{"text"}`` blocks) or the first ``system``/``developer``
+    message (chat completions).  The input is never mutated: changed
+    containers are copied, everything else (``tools``, other messages,
+    Bedrock's sentinel keys) is shared as is.
+    """
+    if not isinstance(request, dict):
+        return None
+    new = compact_text(request.get("instructions"))
+    if new is not None:
+        out = dict(request)
+        out["instructions"] = new
+        return out
+    if "system" in request:
+        new = _compact_content(request["system"])
+        if new is not None:
+            out = dict(request)
+            out["system"] = new
+            return out
+    msgs = request.get("messages")
+    if isinstance(msgs, list) and msgs and isinstance(msgs[0], dict) \
+            and msgs[0].get("role") in ("system", "developer"):
+        new = _compact_content(msgs[0].get("content"))
+        if new is not None:
+            first = dict(msgs[0])
+            first["content"] = new
+            out = dict(request)
+            out["messages"] = [first] + msgs[1:]
+            return out
+    return None
+
+
+def block_names(text):
+    """The skill names listed in the ``<available_skills>`` block of
+    ``text`` (original or compact form), or None when there is no block."""
+    if not isinstance(text, str):
+        return None
+    i = text.find(OPEN)
+    j = text.find(CLOSE, i + 1) if i >= 0 else -1
+    if j < 0:
+        return None
+    names = set()
+    for line in text[i + len(OPEN):j].split("\n"):
+        line = line.rstrip()
+        if line.startswith("    - "):
+            name = line[6:].split(": ", 1)[0].strip()
+            if name:
+                names.add(name)
+        elif line.startswith("  ") and NAMES_ONLY in line:
+            for name in line.split(NAMES_ONLY, 1)[1].split(","):
+                if name.strip():
+                    names.add(name.strip())
+    return names
+
+
+def request_system_text(request):
+    """The text holding the skills block in ``request`` (any shape), or None."""
+    if not isinstance(request, dict):
+        return None
+    candidates = [request.get("instructions"), request.get("system")]
+    msgs = request.get("messages")
+    if isinstance(msgs, list) and msgs and isinstance(msgs[0], dict) \
+            and msgs[0].get("role") in ("system", "developer"):
+        candidates.append(msgs[0].get("content"))
+    for c in candidates:
+        parts = c if isinstance(c, list) else [c]
+        for p in parts:
+            t = p.get("text") if isinstance(p, dict) else p
+            if isinstance(t, str) and OPEN in t:
+                return t
+    return None
