@@ -1,0 +1,723 @@
+"""``skill-retrieve doctor``: is retrieval set up and working?
+
+One screen: the skill roots and their problems, the index files, each
+runner's registration (and the interpreter it starts), and a live probe
+that runs the exact registered command with a sample payload and times it
+against the bare interpreter.  Every finding carries the command that
+fixes it.  Exit 1 when something would stop retrieval from working (no
+skills, a settings file the runner cannot parse, a hook command that does
+not resolve), else 0.
+
+Cold path: imports freely.  Reads settings files, never writes them.
+"""
+
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+from retriever import build, hookio, install, locate, skills, store
+
+RUNNERS = ("hermes", "claude-code", "codex", "gemini", "cline")
+PROBE_RUNS = 5
+PROBE_TIMEOUT = 20
+
+
+# ------------------------------------------------------------- findings
+
+
+def _finding(report, level, what, fix=""):
+    """Record one finding; level "error" makes the exit code 1."""
+    report["findings"].append({"level": level, "what": what, "fix": fix})
+
+
+# ---------------------------------------------------------------- roots
+
+
+def _runner_roots(runner, cwd):
+    """The skill folders ``runner`` reads from ``cwd`` (existing ones).
+    Hermes reads the default roots (its own config rules included)."""
+    if runner == "hermes":
+        return [r["path"] for r in build.resolve(None)["roots"]]
+    return hookio.roots_for(runner, {"cwd": cwd, "workspaceRoots": [cwd]})
+
+
+def _reason_key(reason):
+    # "invalid YAML (mapping values ...); read key: value lines" -> "invalid YAML"
+    return reason.split(";")[0].split(" (")[0].strip()
+
+
+def check_roots(report, roots):
+    """Fill ``report["roots"]``: per root its skill count and problems.
+
+    ``roots`` is a list of root dicts in precedence order; a name found in
+    an earlier root shadows the same name later, as in the index.
+    """
+    scope = build.resolve(None)
+    recs, problems, counts = skills.collect(roots, scope["disabled"])
+    by_root = {r["path"]: {"path": r["path"], "source": r.get("source", "root"), "skills": 0,
+                           "malformed": {}, "shadowed": [], "disabled": 0, "unreadable": 0}
+               for r in roots}
+    for r in roots:
+        c = counts.get(r["path"], {})
+        d = by_root[r["path"]]
+        d["skills"] = c.get("indexed", 0)
+        d["disabled"] = c.get("disabled", 0)
+        d["unreadable"] = c.get("unreadable", 0)
+    for path, reason in problems:
+        root = _owner(path, roots)
+        if root is None:
+            continue
+        d = by_root[root]
+        if reason.startswith("duplicate name"):
+            d["shadowed"].append({"file": path, "reason": reason})
+        else:
+            key = _reason_key(reason)
+            d["malformed"].setdefault(key, []).append(path)
+    report["roots"] = list(by_root.values())
+    report["skills_total"] = len(recs)
+    bad = {p for p, _ in problems}
+    report["sample_skill"] = _sample([r for r in recs if os.path.join(r["path"], "SKILL.md") not in bad]
+                                     or recs)
+    return recs
+
+
+def _owner(path, roots):
+    best = None
+    for r in roots:
+        p = r["path"].rstrip("/") + "/"
+        if path.startswith(p) and (best is None or len(p) > len(best)):
+            best = r["path"]
+    return best
+
+
+def _sample(recs):
+    # A query that must match something: the first skill's name and the
+    # start of its description.
+    if not recs:
+        return None
+    r = sorted(recs, key=lambda r: r["id"])[0]
+    words = (r["name"].replace("-", " ") + " " + r["description"]).split()[:10]
+    return " ".join(words)
+
+
+# ---------------------------------------------------------------- index
+
+
+def check_index(report, path, used_by, roots=None):
+    """One entry of ``report["indexes"]``: where, version, built, fresh, size.
+    ``roots`` are the explicit roots it is built for (None: the defaults)."""
+    info = {"path": path, "used_by": used_by, "exists": os.path.exists(path)}
+    report["indexes"].append(info)
+    if not info["exists"]:
+        info["state"] = "missing"
+        if report.get("skills_total"):
+            _finding(report, "warn", "index %s does not exist yet (used by %s); the first query builds it "
+                     "and waits for it" % (path, ", ".join(used_by)), _build_cmd(path, roots))
+        return info
+    try:
+        header, f = store.read_header(path)
+        f.close()
+    except store.IndexError_ as exc:
+        info["state"] = "unusable"
+        info["error"] = str(exc)
+        _finding(report, "warn", "index %s is unusable (%s); the next query rebuilds it" % (path, exc),
+                 _build_cmd(path, roots))
+        return info
+    info.update(version=header.get("version"), built_at=header.get("built_at"),
+                n_docs=header.get("n_docs"), size=os.path.getsize(path),
+                roots=[r["path"] for r in header.get("roots", ())], explicit=header.get("explicit"))
+    try:
+        stale, _ = build.is_stale(header)
+    except Exception as exc:  # a vanished root, unreadable config
+        stale = True
+        info["error"] = "%s: %s" % (type(exc).__name__, exc)
+    info["state"] = "stale" if stale else "fresh"
+    if stale:
+        _finding(report, "warn", "index %s is stale (skills changed since it was built); queries rebuild "
+                 "it in the background, so the next few may miss the change" % path,
+                 _build_cmd(path, info.get("roots") if info.get("explicit") else None))
+    return info
+
+
+def _build_cmd(path, roots=None):
+    """The build command that writes ``path`` (a default cache path is
+    keyed by the roots, so naming them is enough)."""
+    flags = "".join(" --root %s" % shlex.quote(r) for r in roots or ())
+    if roots and path == locate.default_index_path(list(roots), locate.env("HERMES_PLATFORM") or None):
+        return "skill-retrieve build" + flags
+    return "skill-retrieve build%s --index %s" % (flags, shlex.quote(path))
+
+
+# -------------------------------------------------------------- runners
+
+
+def _our_commands(data, runner):
+    """Commands of our handlers in a parsed settings object (install.py
+    keeps its own walk private)."""
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    groups = hooks.get(install.EVENTS[runner]) if isinstance(hooks, dict) else None
+    out = []
+    for g in groups if isinstance(groups, list) else ():
+        hs = g.get("hooks") if isinstance(g, dict) else None
+        for h in hs if isinstance(hs, list) else ():
+            if isinstance(h, dict) and install.is_ours(h.get("command"), runner):
+                out.append(h["command"])
+    return out
+
+
+def _hook_opts(argv):
+    """``--root``/``--index`` given on a registered command line."""
+    roots, index = [], None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        name, eq, val = a.partition("=")
+        if name in ("--root", "--index"):
+            if not eq:
+                val = argv[i + 1] if i + 1 < len(argv) else ""
+                i += 1
+            if name == "--root":
+                roots.append(val)
+            else:
+                index = val
+        i += 1
+    return roots, index
+
+
+def check_command(report, runner, command, where):
+    """Resolve the registered ``command``: interpreter, shim, -S, .pth.
+
+    Returns the dict stored in the runner entry (``argv`` is None when
+    the command cannot run).
+    """
+    info = {"command": command, "argv": None}
+    reinstall = "skill-retrieve install %s" % runner
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        _finding(report, "error", "%s hook command in %s cannot be parsed (%s)" % (runner, where, exc), reinstall)
+        return info
+    if argv and argv[0] == "exec":
+        argv = argv[1:]
+    if not argv:
+        _finding(report, "error", "%s hook command in %s is empty" % (runner, where), reinstall)
+        return info
+    prog = argv[0]
+    resolved = prog if os.path.isabs(prog) else _which(prog)
+    info["interpreter"] = resolved
+    info["absolute"] = os.path.isabs(prog)
+    if resolved is None or not os.path.isfile(resolved) or not os.access(resolved, os.X_OK):
+        _finding(report, "error", "%s hook command does not resolve: %s is not an executable file "
+                 "(the runner fails to start it, so nothing is injected)" % (runner, prog), reinstall)
+        return info
+    if not os.path.isabs(prog):
+        _finding(report, "warn", "%s hook starts %r through PATH (found %s); the runner's PATH may differ"
+                 % (runner, prog, resolved), reinstall)
+    scripts = [a for a in argv[1:] if "skill-retrieve" in a and not a.startswith("-")]
+    for s in scripts[:1]:
+        if os.path.isabs(s) and not os.path.isfile(s):
+            _finding(report, "error", "%s hook runs %s, which does not exist" % (runner, s), reinstall)
+            return info
+    is_bin = os.path.basename(os.path.realpath(resolved)) == "skill-retrieve"
+    info["shim"] = (not is_bin) and install.is_shim(resolved)
+    info["no_site"] = is_bin or "-S" in argv[1:] or any(a.startswith("-") and not a.startswith("--")
+                                                         and "S" in a for a in argv[1:3])
+    if is_bin:
+        info["note"] = "runs bin/skill-retrieve directly (its sh preamble picks the interpreter)"
+        _finding(report, "warn", "%s hook starts bin/skill-retrieve through /bin/sh, one extra exec per "
+                 "prompt" % runner, reinstall)
+    elif info["shim"]:
+        _finding(report, "warn", "%s hook starts Python through a shim, %s: a version-manager shim adds "
+                 "tens to hundreds of ms to every prompt" % (runner, resolved),
+                 "%s  (or SKILL_RETRIEVAL_PYTHON=/path/to/real/python3 %s)" % (reinstall, reinstall))
+    if not info["no_site"]:
+        info["pth"] = _pth_files(resolved)
+        _finding(report, "warn", "%s hook runs %s without -S, so site-packages and its %d .pth file(s) "
+                 "load on every prompt%s" % (runner, resolved, len(info["pth"]),
+                                              ": " + ", ".join(os.path.basename(p) for p in info["pth"][:5])
+                                              if info["pth"] else ""), reinstall)
+    info["argv"] = argv
+    return info
+
+
+def _which(prog):
+    import shutil
+    return shutil.which(prog)
+
+
+def _pth_files(python):
+    """The .pth files in ``python``'s site-packages (it is asked)."""
+    code = "import site,sys;print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))"
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found = []
+    for d in out.split("\n"):
+        d = d.strip()
+        try:
+            names = sorted(os.listdir(d)) if d else []
+        except OSError:
+            continue
+        found += [os.path.join(d, n) for n in names if n.endswith(".pth")]
+    return found
+
+
+def check_json_runner(report, runner):
+    """claude-code, codex, gemini: the hook entry in the settings file."""
+    path = install.settings_path(runner)
+    info = {"runner": runner, "settings": path, "installed": False, "enabled": False}
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        info["state"] = "not installed"
+        return info
+    except OSError as exc:
+        info["state"] = "unreadable"
+        _finding(report, "error", "%s: cannot read %s (%s)" % (runner, path, exc.strerror or exc),
+                 "chmod u+r %s" % shlex.quote(path))
+        return info
+    try:
+        data = install.parse_settings(raw.decode("utf-8-sig"), path)
+    except (install.Refused, UnicodeDecodeError) as exc:
+        info["state"] = "broken settings"
+        _finding(report, "error", "%s settings file %s is not valid JSON: %s cannot read it, so no hook "
+                 "runs" % (runner, path, runner),
+                 "fix the JSON (`%s -m json.tool %s` shows where), then `skill-retrieve install %s`"
+                 % (sys.executable, shlex.quote(path), runner))
+        info["error"] = str(exc)
+        return info
+    cmds = _our_commands(data, runner)
+    if not cmds:
+        info["state"] = "not installed"
+        return info
+    info["installed"] = info["enabled"] = True
+    info["state"] = "installed"
+    if runner == "gemini":
+        hc = data.get("hooksConfig")
+        if isinstance(hc, dict) and hc.get("enabled") is False:
+            info["enabled"] = False
+            _finding(report, "error", "gemini: hooksConfig.enabled is false in %s, so the hook never runs"
+                     % path, "set \"hooksConfig\": {\"enabled\": true} in %s" % path)
+    if runner == "claude-code" and data.get("disableAllHooks") is True:
+        info["enabled"] = False
+        _finding(report, "error", "claude-code: disableAllHooks is true in %s" % path,
+                 "remove \"disableAllHooks\" from %s" % path)
+    if len(cmds) > 1:
+        _finding(report, "warn", "%s: %d skill-retrieve hooks in %s; each prompt runs all of them"
+                 % (runner, len(cmds), path), "skill-retrieve install %s  (keeps one)" % runner)
+    info["hook"] = check_command(report, runner, cmds[0], path)
+    return info
+
+
+def check_cline(report):
+    """Cline: an executable file named UserPromptSubmit."""
+    path = install.settings_path("cline")
+    info = {"runner": "cline", "settings": path, "installed": False, "enabled": False}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        info["state"] = "not installed"
+        return info
+    if not install.is_ours(text, "cline"):
+        info["state"] = "not installed (another UserPromptSubmit hook is there)"
+        return info
+    info["installed"] = True
+    info["state"] = "installed"
+    info["enabled"] = os.access(path, os.X_OK)
+    if not info["enabled"]:
+        _finding(report, "error", "cline: %s is not executable, so Cline cannot run it" % path,
+                 "chmod +x %s" % shlex.quote(path))
+    line = [l for l in text.splitlines() if l.startswith("exec ")]
+    cmd = line[0][5:] if line else ""
+    info["hook"] = check_command(report, "cline", cmd, path)
+    if info["hook"].get("argv"):
+        info["hook"]["spawn"] = [path]  # Cline runs the file itself
+    return info
+
+
+def check_hermes(report):
+    """Hermes: the plugin folder, plugins.enabled, or a shell hook."""
+    from retriever import hermes_install
+    hh = locate.hermes_home()
+    dest = os.path.join(hh, "plugins", hermes_install.PLUGIN_NAME)
+    config = os.path.join(hh, "config.yaml")
+    info = {"runner": "hermes", "settings": config, "plugin": dest, "installed": False, "enabled": False}
+    try:
+        _, cfg = hermes_install.read_config(config)
+    except hermes_install.HermesInstallError as exc:
+        info["state"] = "broken settings"
+        _finding(report, "error", "hermes: %s" % exc, "fix %s, then `skill-retrieve install hermes`" % config)
+        return info
+    plugins = cfg.get("plugins") if isinstance(cfg.get("plugins"), dict) else {}
+    enabled = _names(plugins.get("enabled"))
+    disabled = _names(plugins.get("disabled"))
+    name = hermes_install.PLUGIN_NAME
+    present = os.path.lexists(dest)
+    if present and not (os.path.isfile(os.path.join(dest, "plugin.yaml"))
+                        and os.path.isfile(os.path.join(dest, "__init__.py"))):
+        info["state"] = "broken plugin folder"
+        _finding(report, "error", "hermes: %s is there but holds no plugin (a dangling link?)" % dest,
+                 "skill-retrieve install hermes")
+        return info
+    hook_cmds = []
+    hooks = cfg.get("hooks") if isinstance(cfg.get("hooks"), dict) else {}
+    for h in hooks.get("pre_llm_call") or () if isinstance(hooks.get("pre_llm_call"), list) else ():
+        c = h.get("command") if isinstance(h, dict) else None
+        if isinstance(c, str) and install.is_ours(c, "hermes"):
+            hook_cmds.append(c)
+    if present:
+        info["installed"] = True
+        info["enabled"] = name in enabled and name not in disabled
+        info["state"] = "plugin installed" + ("" if info["enabled"] else ", not enabled")
+        if not info["enabled"]:
+            why = "listed in plugins.disabled" if name in disabled else "not in plugins.enabled"
+            _finding(report, "error", "hermes: the plugin is installed but %s in %s, so Hermes never loads it"
+                     % (why, config), "skill-retrieve install hermes  (then restart Hermes)")
+    if hook_cmds:
+        info["installed"] = info["enabled"] = True
+        info["state"] = (info.get("state", "") + "; " if present else "") + "shell hook in config.yaml"
+        info["hook"] = check_command(report, "hermes", hook_cmds[0], config)
+    if not info["installed"]:
+        info["state"] = "not installed"
+    return info
+
+
+def _names(v):
+    if isinstance(v, str):
+        return {v}
+    return {str(x) for x in v} if isinstance(v, list) else set()
+
+
+# ---------------------------------------------------------------- probe
+
+
+def _payload(runner, query, cwd):
+    if runner == "cline":
+        return {"hookName": "UserPromptSubmit", "taskId": "doctor", "workspaceRoots": [cwd],
+                "userPromptSubmit": {"prompt": query, "attachments": []}}
+    if runner == "hermes":
+        return {"hook_event_name": "pre_llm_call", "session_id": "doctor", "cwd": cwd,
+                "extra": {"user_message": query}}
+    p = {"session_id": "doctor", "cwd": cwd, "prompt": query, "transcript_path": None,
+         "hook_event_name": "BeforeAgent" if runner == "gemini" else "UserPromptSubmit"}
+    if runner == "codex":
+        p.update(turn_id="doctor", model="doctor", permission_mode="default")
+    return p
+
+
+def _time(argv, stdin, env, runs):
+    """Median wall time (ms) of ``runs`` runs, and the last stdout."""
+    times, out = [], b""
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              env=env, timeout=PROBE_TIMEOUT)
+        times.append((time.perf_counter() - t0) * 1000)
+        out = proc.stdout
+    return statistics.median(times), out
+
+
+def _injected(runner, out):
+    """Characters of skill text in a hook's (or the CLI's) output."""
+    text = out.decode("utf-8", "replace").strip()
+    if not text or runner is None:
+        return len(text)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return -1
+    if not isinstance(data, dict):
+        return -1
+    for v in (data.get("hookSpecificOutput", {}).get("additionalContext") if
+              isinstance(data.get("hookSpecificOutput"), dict) else None,
+              data.get("contextModification"), data.get("context")):
+        if isinstance(v, str):
+            return len(v)
+    return 0
+
+
+def probe(report, label, runner, argv, interp, query, cwd, runs=PROBE_RUNS):
+    """Run ``argv`` like the runner would and time it against the floor."""
+    env = dict(os.environ)
+    env["SKILL_RETRIEVAL_REVALIDATE"] = "off"  # no background rebuild forked by a probe
+    stdin = json.dumps(_payload(runner, query, cwd)).encode() if runner else b""
+    p = {"label": label, "argv": argv, "query": query}
+    report["probes"].append(p)
+    log_before = _log_size()
+    try:
+        _time(argv, stdin, env, 1)  # warm-up: builds the index if it is missing
+        p["ms"], out = _time(argv, stdin, env, runs)
+        p["floor_ms"], _ = _time([interp, "-I", "-S", "-c", "pass"], b"", env, runs) if interp else (None, b"")
+    except (OSError, subprocess.SubprocessError) as exc:
+        p["error"] = "%s: %s" % (type(exc).__name__, exc)
+        _finding(report, "error", "%s: the probe could not run %s (%s)" % (label, argv[0], p["error"]),
+                 "skill-retrieve install %s" % runner if runner else "")
+        return p
+    p["injected_chars"] = _injected(runner, out)
+    p["floor_interpreter"] = interp
+    new_log = _log_tail(log_before)
+    if new_log:
+        p["log"] = new_log
+    if p["injected_chars"] < 0:
+        _finding(report, "error", "%s: the hook printed output the runner cannot parse: %r"
+                 % (label, out[:200]), "skill-retrieve install %s" % runner)
+    elif p["injected_chars"] == 0:
+        _finding(report, "warn", "%s: the probe injected nothing for a query taken from one of your skills%s"
+                 % (label, " (log: %s)" % new_log[-1] if new_log else ""),
+                 "skill-retrieve doctor --runner %s after checking %s" % (runner or "all", locate.log_path()))
+    return p
+
+
+def _log_size():
+    try:
+        return os.path.getsize(locate.log_path())
+    except OSError:
+        return 0
+
+
+def _log_tail(since):
+    try:
+        with open(locate.log_path(), "rb") as f:
+            f.seek(since)
+            return [l for l in f.read().decode("utf-8", "replace").splitlines() if l.strip()][-3:]
+    except OSError:
+        return []
+
+
+# ---------------------------------------------------------------- doctor
+
+
+def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
+    """Run every check; returns the report dict (``healthy``, ``roots``,
+    ``indexes``, ``runners``, ``probes``, ``findings``)."""
+    cwd = cwd or os.getcwd()
+    selected = RUNNERS if runner == "all" else (runner,)
+    report = {"runner": runner, "roots": [], "indexes": [], "runners": [], "probes": [], "findings": [],
+              "log": locate.log_path()}
+    platform = locate.env("HERMES_PLATFORM") or None
+
+    # Runners first: they decide which roots and indexes matter.
+    for r in selected:
+        try:
+            if r == "hermes":
+                info = check_hermes(report)
+            elif r == "cline":
+                info = check_cline(report)
+            else:
+                info = check_json_runner(report, r)
+        except Exception as exc:  # a doctor must report, not crash
+            info = {"runner": r, "installed": False, "enabled": False, "state": "check failed"}
+            _finding(report, "error", "%s: check failed: %s: %s" % (r, type(exc).__name__, exc))
+        report["runners"].append(info)
+    installed = [i for i in report["runners"] if i["installed"]]
+    if runner != "all" and not installed:
+        _finding(report, "error", "%s: skill-retrieve is not installed" % runner,
+                 "skill-retrieve install %s" % runner)
+    elif runner == "all" and not installed:
+        _finding(report, "warn", "no runner is set up; retrieval works from the command line only",
+                 "skill-retrieve install claude-code  (or codex, gemini, cline, hermes)")
+
+    # Skill roots: the explicit ones, else every folder a selected runner reads.
+    if roots:
+        rlist = build.resolve(list(roots))["roots"]
+    else:
+        rlist, by_path = [], {}
+        for r in selected:
+            for p in _runner_roots(r, cwd):
+                if p in by_path:
+                    by_path[p]["source"] += ", " + r
+                else:
+                    by_path[p] = {"path": p, "source": r, "prefix": ""}
+                    rlist.append(by_path[p])
+    recs = check_roots(report, rlist)
+    if not recs:
+        looked = ", ".join(r["path"] for r in rlist) or "no skill folder exists"
+        _finding(report, "error", "no skills found (%s); retrieval has nothing to inject" % looked,
+                 "put skills in ~/.claude/skills/<name>/SKILL.md (or ~/.hermes/skills, ~/.agents/skills), "
+                 "or pass --root DIR")
+    for info in installed:
+        r = info["runner"]
+        info["roots"] = _runner_roots(r, cwd) if not roots else [x["path"] for x in rlist]
+        if not info["roots"] and recs:
+            _finding(report, "warn", "%s reads none of the folders holding skills (from %s)" % (r, cwd),
+                     "put skills where %s looks (see `skill-retrieve hook --help`)" % r)
+
+    # Index files: the one asked for, else the CLI's and each runner's.
+    idx_users, idx_roots = {}, {}
+    if index or roots:
+        path = locate.abspath(index) if index else locate.default_index_path(list(roots), platform)
+        idx_users.setdefault(path, []).append("this command")
+        idx_roots[path] = [locate.abspath(r) for r in roots]
+    else:
+        cli_path = locate.default_index_path([], platform)
+        if os.path.exists(cli_path) or not installed:
+            idx_users.setdefault(cli_path, []).append("command line")
+        for info in installed:
+            hook = info.get("hook") or {}
+            h_roots, h_index = _hook_opts(hook.get("argv") or [])
+            if h_index:
+                path = locate.abspath(h_index)
+            elif info["runner"] == "hermes":
+                path = locate.default_index_path(h_roots, platform)
+            else:
+                path = locate.default_index_path(h_roots or info.get("roots") or [], platform)
+            info["index"] = path
+            if h_roots or info.get("roots") or info["runner"] == "hermes":
+                idx_users.setdefault(path, []).append(info["runner"])
+                idx_roots.setdefault(path, h_roots or (info.get("roots") if info["runner"] != "hermes" else []))
+    for path, users in idx_users.items():
+        check_index(report, path, users, idx_roots.get(path))
+
+    if do_probe and report["sample_skill"]:
+        _probe_all(report, installed, roots, index, cwd, platform)
+    report["healthy"] = not any(f["level"] == "error" for f in report["findings"])
+    return report
+
+
+def _probe_all(report, installed, roots, index, cwd, platform):
+    query = report["sample_skill"]
+    probed = False
+    for info in installed:
+        hook = info.get("hook")
+        if not hook or not hook.get("argv"):
+            continue
+        if not info.get("roots") and not roots:
+            continue
+        argv = hook.get("spawn") or hook["argv"]
+        interp = hook.get("interpreter")
+        if interp and os.path.basename(os.path.realpath(interp)) == "skill-retrieve":
+            interp = install.interpreter()
+        probe(report, "%s hook" % info["runner"], info["runner"], argv, interp, query, cwd)
+        probed = True
+    if not probed:
+        # No spawned hook to try (CLI only, or the in-process Hermes
+        # plugin): run bin/skill-retrieve on the index, as a hook would.
+        py = install.interpreter()
+        argv = [py, "-I", "-S", install.BIN]
+        for r in roots:
+            argv += ["--root", locate.abspath(r)]
+        argv += ["--index", report["indexes"][0]["path"], "--", query]
+        probe(report, "bin/skill-retrieve", None, argv, py, query, cwd)
+
+
+# ------------------------------------------------------------------ text
+
+
+def _ago(ts):
+    if not ts:
+        return "?"
+    s = max(0, time.time() - ts)
+    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= n:
+            return "%d %s ago" % (s // n, unit)
+    return "%d s ago" % s
+
+
+def _size(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return ("%d %s" if unit == "B" else "%.1f %s") % (n, unit)
+        n /= 1024.0
+
+
+def _home(p):
+    h = locate.home()
+    return "~" + p[len(h):] if isinstance(p, str) and h and p.startswith(h + "/") else p
+
+
+def render_text(report):
+    """The one-screen text report."""
+    out = []
+    w = out.append
+    w("Skill roots")
+    if not report["roots"]:
+        w("  (none found)")
+    for r in report["roots"]:
+        w("  %-4s %s  %d skill%s  [%s]" % ("ok" if r["skills"] else "--", _home(r["path"]), r["skills"],
+                                          "" if r["skills"] == 1 else "s", r["source"]))
+        bad = sum(len(v) for v in r["malformed"].values())
+        if bad:
+            w("       %d file(s) with problems: %s" % (bad, "; ".join(
+                "%s (%d)" % (k, len(v)) for k, v in sorted(r["malformed"].items(), key=lambda kv: -len(kv[1]))[:4])))
+        if r["shadowed"]:
+            w("       %d shadowed by an earlier root or duplicate name: %s" % (
+                len(r["shadowed"]), ", ".join(_home(s["file"]) for s in r["shadowed"][:3])
+                + (" ..." if len(r["shadowed"]) > 3 else "")))
+        if r["disabled"]:
+            w("       %d disabled in Hermes config" % r["disabled"])
+        if r["unreadable"]:
+            w("       %d unreadable" % r["unreadable"])
+    w("Index")
+    for i in report["indexes"]:
+        if i.get("state") in ("missing", "unusable"):
+            w("  --   %s  %s%s  (%s)" % (_home(i["path"]), i["state"],
+                                        ": " + i["error"] if i.get("error") else "", ", ".join(i["used_by"])))
+        else:
+            w("  %-4s %s  v%s, %d skills, built %s, %s, %s  (%s)" % (
+                "ok" if i["state"] == "fresh" else "!!", _home(i["path"]), i["version"], i["n_docs"],
+                _ago(i["built_at"]), i["state"], _size(i["size"]), ", ".join(i["used_by"])))
+    w("Runners")
+    for r in report["runners"]:
+        mark = "ok" if r["installed"] and r["enabled"] else ("!!" if r["installed"] else "--")
+        w("  %-4s %-12s %s  %s" % (mark, r["runner"], r["state"], _home(r.get("settings", ""))))
+        hook = r.get("hook")
+        if hook and hook.get("interpreter"):
+            what = ("shim" if hook.get("shim") else "real binary") if "shim" in hook else "?"
+            site = ("-S, no .pth files" if hook.get("no_site") else
+                    "no -S: %d .pth file(s) load" % len(hook.get("pth", ())))
+            w("         python: %s (%s, %s)" % (_home(hook["interpreter"]), what, site))
+    if report["probes"]:
+        w("Live probe  (query: %r)" % report["probes"][0]["query"][:60])
+    for p in report["probes"]:
+        if "error" in p:
+            w("  !!   %s: %s" % (p["label"], p["error"]))
+            continue
+        floor = " vs %.0f ms for `python -I -S -c pass`" % p["floor_ms"] if p.get("floor_ms") else ""
+        inj = ("injected %d chars" % p["injected_chars"] if p["injected_chars"] > 0 else
+               "injected nothing" if p["injected_chars"] == 0 else "unparseable output")
+        w("  %-4s %s: %.0f ms median of %d%s; %s" % ("ok" if p["injected_chars"] > 0 else "!!", p["label"],
+                                                    p["ms"], PROBE_RUNS, floor, inj))
+    errors = [f for f in report["findings"] if f["level"] == "error"]
+    warns = [f for f in report["findings"] if f["level"] != "error"]
+    if report["findings"]:
+        w("Findings")
+    for f in errors + warns:
+        w("  %s %s" % ("ERROR" if f["level"] == "error" else "warn ", f["what"]))
+        if f["fix"]:
+            w("        fix: %s" % f["fix"])
+    w("")
+    w("healthy: retrieval should work" if report["healthy"] else
+      "NOT healthy: %d problem(s) stop retrieval (see ERROR above)" % len(errors))
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser):
+    """Arguments of ``skill-retrieve doctor``."""
+    parser.add_argument("--runner", choices=RUNNERS + ("all",), default="all",
+                        help="check one runner's set-up (default: all)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: one screen; json: one object for scripts")
+    parser.add_argument("--root", action="append", default=[], metavar="DIR",
+                        help="check these skill folders instead of the runners' (repeatable)")
+    parser.add_argument("--index", metavar="FILE", help="check this index file")
+    parser.add_argument("--no-probe", action="store_true", help="skip the live probe")
+
+
+def run(args):
+    """``skill-retrieve doctor``; 0 when healthy, 1 otherwise."""
+    report = diagnose(args.runner, args.root, args.index, do_probe=not args.no_probe)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report, indent=1, default=str) + "\n")
+    else:
+        sys.stdout.write(render_text(report))
+    return 0 if report["healthy"] else 1

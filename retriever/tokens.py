@@ -1,0 +1,303 @@
+"""``skill-retrieve tokens``: what retrieval saves per turn, on your skills.
+
+Three numbers, each measured on the user's own library:
+
+1. the stock listing every turn carries today: Hermes' ``<available_skills>``
+   block (categories, 4-space skill lines, descriptions cut to 60
+   characters) and Claude Code's name + description listing;
+2. the names-only block the Hermes plugin leaves in its place
+   (``hermes_plugin.compact``);
+3. the block injected per user message by the real retriever at
+   TOP_K/INJECT_K over a set of queries: mean, p95, how often empty.
+
+Tokens are estimated as characters / 4 and labelled so.  Cold path.
+"""
+
+import json
+import math
+import os
+import sys
+
+from retriever import build, entry, locate, query, render, skills
+
+EST = "≈ tokens (chars/4)"
+HERMES_DESC_MAX = 60       # agent.skill_utils.extract_skill_description
+CLAUDE_DESC_MAX = 1536     # Claude Code's skillListingMaxDescChars
+CLAUDE_BUDGET = 8000       # Claude Code's fallback listing budget (chars)
+
+# Generic developer prompts, used when --queries is not given.
+DEFAULT_QUERIES = (
+    "fix the failing unit test in the payment module",
+    "write a commit message for these changes",
+    "review this pull request for security issues",
+    "set up a github actions workflow to run tests on every push",
+    "why is this docker container exiting immediately",
+    "refactor this function to be more readable",
+    "add type hints to this python module",
+    "deploy the app to kubernetes",
+    "write a README for this project",
+    "debug a memory leak in the node server",
+    "create a postgres migration that adds an index",
+    "explain what this regex does",
+    "convert this csv file to json",
+    "speed up this slow sql query",
+    "add logging to the api handlers",
+    "write end to end tests for the login page",
+    "bump the dependencies and fix what breaks",
+    "summarise the changes since the last release",
+    "make a pdf report from this spreadsheet",
+    "thanks, that looks good",
+)
+
+def estimate(chars):
+    """Tokens for ``chars`` characters: characters / 4, rounded."""
+    return int(round(chars / 4.0))
+
+
+# ------------------------------------------------------------ stock lists
+
+
+def hermes_description(desc):
+    """A description as Hermes lists it: quotes stripped, cut to 60
+    characters (57 plus ``...``)."""
+    desc = str(desc or "").strip().strip("'\"")
+    return desc[:HERMES_DESC_MAX - 3] + "..." if len(desc) > HERMES_DESC_MAX else desc
+
+
+def hermes_category(rec):
+    """Hermes' category for a skill: its folder path minus the skill's own
+    folder; a skill directly under the root is its own category."""
+    rel = rec["id"].split(":", 1)[-1]
+    parts = rel.split("/")
+    return "/".join(parts[:-1]) if len(parts) > 1 else parts[0]
+
+
+_OS = {"macos": "darwin", "linux": "linux", "windows": "win32"}
+
+
+def os_visible(rec):
+    """Hermes' OS gate (frontmatter ``platforms``): hidden from the index
+    on other operating systems."""
+    plats = (rec.get("vis") or {}).get("platforms")
+    return not plats or any(sys.platform.startswith(_OS.get(p, p)) for p in plats)
+
+
+def _category_descriptions(roots):
+    """``{category: description}`` from each root's DESCRIPTION.md files
+    (the first root wins, as in Hermes)."""
+    from retriever import frontmatter
+    out = {}
+    for root in roots:
+        base = root["path"]
+        for d, _, files in os.walk(base, followlinks=True):
+            if "DESCRIPTION.md" not in files or d == base:
+                continue
+            try:
+                with open(os.path.join(d, "DESCRIPTION.md"), encoding="utf-8") as f:
+                    fm, _, _ = frontmatter.split_frontmatter(f.read())
+                import yaml
+                data = yaml.safe_load(fm or "") or {}
+            except Exception:
+                continue
+            desc = data.get("description") if isinstance(data, dict) else None
+            if desc:
+                cat = os.path.relpath(d, base).replace(os.sep, "/")
+                out.setdefault(cat, str(desc).strip().strip("'\""))
+    return out
+
+
+def hermes_block(recs, cat_desc=None):
+    """The ``<available_skills>`` block Hermes' build_skills_system_prompt
+    writes for ``recs`` (dicts with id, name, description): categories
+    sorted, 2-space category lines, 4-space skill lines sorted by name."""
+    cat_desc = cat_desc or {}
+    by_cat = {}
+    for r in recs:
+        by_cat.setdefault(hermes_category(r), []).append((r["name"], hermes_description(r["description"])))
+    lines = []
+    for cat in sorted(by_cat):
+        lines.append("  %s: %s" % (cat, cat_desc[cat]) if cat_desc.get(cat) else "  %s:" % cat)
+        seen = set()
+        for name, desc in sorted(by_cat[cat], key=lambda x: x[0]):
+            if name in seen:
+                continue
+            seen.add(name)
+            lines.append("    - %s: %s" % (name, desc) if desc else "    - %s" % name)
+    return "<available_skills>\n" + "\n".join(lines) + "\n</available_skills>"
+
+
+def names_only_block(block):
+    """What the Hermes plugin's middleware leaves of ``block``: names,
+    categories, its marker and its note (hermes_plugin.compact)."""
+    try:
+        from hermes_plugin import compact
+    except ImportError:  # an install without the plugin: same rule, inline
+        return _compact_inline(block)
+    return compact.compact_text(block) or block
+
+
+def _compact_inline(block):
+    lines = []
+    for line in block.split("\n")[1:-1]:
+        if line.startswith("    - "):
+            lines.append("    - " + line[6:].split(": ", 1)[0])
+        elif line.startswith("  "):
+            lines.append(line.split(": ", 1)[0].rstrip(":") + ":")
+    return "<available_skills>\n" + "".join(l + "\n" for l in lines) + "</available_skills>"
+
+
+def claude_listing(recs):
+    """Claude Code's skill listing: one ``- name: description`` line per
+    skill, each description capped at 1,536 characters."""
+    return "".join("- %s: %s\n" % (r["name"], r["description"][:CLAUDE_DESC_MAX]) for r in recs)
+
+
+# ------------------------------------------------------------- injection
+
+
+def load_queries(path):
+    """Queries from a file: JSONL with a ``query`` field, or one per line."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    obj = None
+                if isinstance(obj, dict):
+                    q = obj.get("query")
+                    if isinstance(q, str) and q.strip():
+                        out.append(q)
+                    continue
+            out.append(line)
+    return out
+
+
+def percentile(values, p):
+    """Nearest-rank percentile of ``values`` (0 for an empty list)."""
+    if not values:
+        return 0
+    s = sorted(values)
+    return s[max(0, min(len(s) - 1, int(math.ceil(p / 100.0 * len(s))) - 1))]
+
+
+def injections(idx, queries, top_k, inject_k):
+    """Characters injected per query: the retrieved block, as the hooks
+    and the Hermes plugin render it ("" when nothing is relevant)."""
+    return [len(render.text_block(query.search(idx, q, top_k)[:inject_k])) for q in queries]
+
+
+# ---------------------------------------------------------------- report
+
+
+def measure(roots=(), index=None, queries=None, platform=None):
+    """Every figure as a dict (characters; tokens are derived on output)."""
+    platform = platform or locate.env("HERMES_PLATFORM") or None
+    scope = build.resolve(list(roots) or None, platform)
+    recs, problems, _ = skills.collect(scope["roots"], scope["disabled"])
+    # Hermes lists only the frontmatter description (no first-paragraph
+    # fallback), never lists plugin skills and hides other OSes' skills.
+    no_desc = {p for p, why in problems if why.startswith("missing description")}
+    listed = [dict(r, description="" if os.path.join(r["path"], "SKILL.md") in no_desc else r["description"])
+              for r in recs if r.get("source") != "hermes-plugin" and os_visible(r)]
+    block = hermes_block(listed, _category_descriptions(scope["roots"]))
+    names = names_only_block(block)
+    claude = claude_listing(recs)
+    top_k, inject_k = entry.limits()
+    queries = list(queries or DEFAULT_QUERIES)
+    inj = []
+    index_path = None
+    if recs:
+        idx, index_path = entry.open_index(list(roots), index, platform, quiet=True)
+        inj = injections(idx, queries, top_k, inject_k)
+    mean = sum(inj) / len(inj) if inj else 0.0
+    return {
+        "estimator": "chars/4",
+        "skills": len(recs),
+        "roots": [r["path"] for r in scope["roots"]],
+        "index": index_path,
+        "top_k": top_k,
+        "inject_k": inject_k,
+        "queries": len(queries),
+        "hermes_block_chars": len(block),
+        "claude_listing_chars": len(claude),
+        "claude_over_budget": len(claude) > CLAUDE_BUDGET,
+        "names_only_chars": len(names),
+        "injection_chars": {"mean": round(mean, 1), "p95": percentile(inj, 95),
+                            "max": max(inj) if inj else 0,
+                            "empty": sum(1 for n in inj if n == 0)},
+        "net_saving_chars": round(len(block) - (len(names) + mean), 1),
+        "blocks": {"hermes": block, "names_only": names},
+    }
+
+
+def _fmt(n):
+    return "{:,}".format(int(round(n)))
+
+
+def render_text(m):
+    """The table and the net saving line."""
+    inj = m["injection_chars"]
+    nq = m["queries"]
+    rows = [
+        ("stock listing: Hermes `<available_skills>` (60-char descriptions)", m["hermes_block_chars"]),
+        ("names-only block (Hermes plugin)", m["names_only_chars"]),
+        ("mean injection per message (TOP_K=%d, INJECT_K=%d, %d queries)" % (m["top_k"], m["inject_k"], nq),
+         inj["mean"]),
+        ("net saving per turn (stock - names-only - mean injection)", m["net_saving_chars"]),
+    ]
+    out = ["%d skills in %s" % (m["skills"], ", ".join(m["roots"]) or "(no skill folders)"), ""]
+    out.append("| | tokens/turn, %s | chars |" % EST)
+    out.append("|---|---:|---:|")
+    for label, chars in rows:
+        out.append("| %s | %s | %s |" % (label, _fmt(estimate(chars)), _fmt(chars)))
+    out.append("")
+    pct = 100.0 * inj["empty"] / nq if nq else 0
+    out.append("injection: mean %s, p95 %s, max %s %s; nothing injected for %d of %d queries (%.0f%%)"
+               % (_fmt(estimate(inj["mean"])), _fmt(estimate(inj["p95"])), _fmt(estimate(inj["max"])), EST,
+                  inj["empty"], nq, pct))
+    out.append("Claude Code's name + description listing: %s %s (%s chars%s)"
+               % (_fmt(estimate(m["claude_listing_chars"])), EST, _fmt(m["claude_listing_chars"]),
+                  "; over its 8,000-char fallback budget, so it drops descriptions"
+                  if m["claude_over_budget"] else ""))
+    if m["hermes_block_chars"]:
+        out.append("net saving: %s %s per turn, %.0f%% of the stock listing"
+                   % (_fmt(estimate(m["net_saving_chars"])), EST,
+                      100.0 * m["net_saving_chars"] / m["hermes_block_chars"]))
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser):
+    """Arguments of ``skill-retrieve tokens``."""
+    parser.add_argument("--root", action="append", default=[], metavar="DIR",
+                        help="skill folder (repeatable); default: the agents' skill folders")
+    parser.add_argument("--index", metavar="FILE", help="index file (default: per-user cache)")
+    parser.add_argument("--queries", metavar="FILE",
+                        help="queries, one per line or JSONL with a \"query\" field "
+                             "(default: %d generic developer prompts)" % len(DEFAULT_QUERIES))
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--platform", metavar="NAME", help="Hermes platform for skills.platform_disabled")
+
+
+def run(args):
+    """``skill-retrieve tokens``; 0, or 1 when there are no skills."""
+    queries = load_queries(args.queries) if args.queries else None
+    if args.queries and not queries:
+        sys.stderr.write("skill-retrieve: no queries in %s\n" % args.queries)
+        return 1
+    m = measure(args.root, args.index, queries, args.platform)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(m, indent=1) + "\n")
+    else:
+        sys.stdout.write(render_text(m))
+    if not m["skills"]:
+        sys.stderr.write("skill-retrieve: no skills found; nothing to measure\n")
+        return 1
+    return 0
