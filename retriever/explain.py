@@ -81,7 +81,7 @@ def run(args):
     acc, found = query.score(idx, terms)
     if acc:
         best = query.top(acc, 1)[0][0]
-        conf = query.confidence(idx, found, best)
+        conf = query.confidence(idx, found, best, query.n_scored(terms, found))
         ms = query.min_score_setting()
         w("confidence %.2f (share of the query the best skill covers); threshold %.2f: %s\n"
           % (conf, ms, "injected" if injected else "abstains, nothing is injected"))

@@ -6,6 +6,7 @@ precomputed per-(term, skill) weights over the query's unique terms.
 
 from retriever.analyze import analyze
 from retriever.store import doc, find_term
+from retriever.tokenize import is_cjk_token
 
 # A pasted log or a whole file should not drown the request around it: keep
 # the head and the tail, where people put what they want.
@@ -121,9 +122,11 @@ def min_ratio_setting():
     return _unit_setting("SKILL_RETRIEVAL_MIN_SCORE_RATIO", DEFAULT_MIN_RATIO)
 
 
-def confidence(idx, found, best_doc):
-    """How much of the query the best skill covers: the IDF-weighted share
-    of the query's known terms that occur in it (0..1).  Unlike a raw BM25
+def confidence(idx, found, best_doc, n_terms=None):
+    """How much of the query the best skill covers (0..1): the IDF-weighted
+    share of the query's terms that occur in it.  Words no skill contains
+    count at half the mean IDF of the known ones, so a message that shares
+    one word with the library is not "fully covered".  Unlike a raw BM25
     score it is comparable across queries and libraries."""
     post_off = idx["post_off"]
     post_doc = idx["post_doc"]
@@ -134,7 +137,16 @@ def confidence(idx, found, best_doc):
         total += w
         if best_doc in post_doc[post_off[i]:post_off[i + 1]].tolist():
             covered += w
+    if found and n_terms and n_terms > len(found):
+        total += 0.5 * (total / len(found)) * (n_terms - len(found))
     return covered / total if total > 0 else 0.0
+
+
+def n_scored(terms, found):
+    """How many query terms count for coverage: the known ones, plus
+    unknown words except CJK bigrams (most bigrams of a sentence are not
+    words, so their absence says nothing)."""
+    return len(found) + sum(1 for t in terms if t not in found and not is_cjk_token(t))
 
 
 def search(idx, text, k, min_score=None, min_ratio=None):
@@ -160,7 +172,7 @@ def search(idx, text, k, min_score=None, min_ratio=None):
     best = top(acc, k)
     if not best or best[0][1] <= 0.0:
         return []
-    if min_score > 0 and confidence(idx, found, best[0][0]) < min_score:
+    if min_score > 0 and confidence(idx, found, best[0][0], n_scored(terms, found)) < min_score:
         return []
     floor = max(0.0, best[0][1] * min_ratio)
     out = []
