@@ -18,7 +18,8 @@ change.  Cold path: PyYAML is fine here.
 import copy
 import os
 import shutil
-import time
+
+from retriever.install import backup, write_atomic
 
 PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT
@@ -243,28 +244,6 @@ def _wanted(data, name, enable):
     return want
 
 
-def _backup(path):
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    dest = "%s.bak-%s" % (path, stamp)
-    n = 1
-    while os.path.exists(dest):
-        dest = "%s.bak-%s-%d" % (path, stamp, n)
-        n += 1
-    shutil.copy2(path, dest)
-    return dest
-
-
-def _write(path, text):
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    try:
-        shutil.copymode(path, tmp)
-    except OSError:
-        pass
-    os.replace(tmp, path)
-
-
 def set_enabled(config_path, enable, name=PLUGIN_NAME):
     """Add ``name`` to (or remove it from) ``plugins.enabled`` in config.yaml.
 
@@ -287,12 +266,12 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
     if new is None:
         new = yaml.safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
         note = " (re-written: comments were not kept)"
-    backup = _backup(config_path) if os.path.exists(config_path) else None
+    saved = backup(config_path) if os.path.exists(config_path) else None
     os.makedirs(os.path.dirname(config_path) or ".", exist_ok=True)
-    _write(config_path, new)
+    write_atomic(config_path, new)
     what = "enabled %s in %s" % (name, config_path) if enable else \
         "removed %s from plugins.enabled in %s" % (name, config_path)
-    return what + note + ("; backup %s" % backup if backup else "")
+    return what + note + ("; backup %s" % saved if saved else "")
 
 
 # ------------------------------------------------------------------ plugin folder
