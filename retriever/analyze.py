@@ -62,18 +62,30 @@ def light_stem(t):
     return t
 
 
+# token -> term ("" for a stopword), one table per analyzer setting.  A
+# library repeats a few tens of thousands of distinct words hundreds of
+# thousands of times, so the build stems each word once.
+_TERM_CACHE = {}
+
+
 def analyze(text, opts):
     """Tokens of ``text`` turned into terms under the analyzer ``opts``
     (a dict with ``stopwords``: 0, 1 or 2, and ``stem``: "none" or
     "light"), in order, repeats kept."""
-    toks = tokenize(text)
-    stop = _STOP_LEVELS[opts.get("stopwords") or 0]
+    level = opts.get("stopwords") or 0
     stem = opts.get("stem") == "light"
-    out = []
-    for t in toks:
-        if t in stop:
-            continue
-        if stem and not is_cjk_token(t):
-            t = light_stem(t)
-        out.append(t)
-    return out
+    table = _TERM_CACHE.get((level, stem))
+    if table is None:
+        table = _TERM_CACHE[(level, stem)] = {}
+    toks = tokenize(text)
+    new = [t for t in set(toks) if t not in table]
+    if new:
+        stop = _STOP_LEVELS[level]
+        for t in new:
+            if t in stop:
+                table[t] = ""
+            elif stem and not is_cjk_token(t):
+                table[t] = light_stem(t)
+            else:
+                table[t] = t
+    return [term for term in map(table.__getitem__, toks) if term]

@@ -317,7 +317,9 @@ def _answer(runner, opts, text, payload):
     from retriever import entry
     from retriever.query import search
     roots = list(opts.get("roots") or ())
-    if not roots and runner != "hermes":
+    # An explicit --index answers from that index (its header names its
+    # roots); otherwise the runner's own skill folders decide.
+    if not roots and runner != "hermes" and not opts.get("index"):
         roots = roots_for(runner, payload)
         if not roots:
             return empty_output(runner), None  # no skill folders: nothing to build

@@ -9,6 +9,8 @@ adds up precomputed numbers.
 """
 
 import math
+from collections import Counter
+from operator import itemgetter
 
 from retriever.analyze import analyze
 from retriever.fields import field_texts
@@ -68,9 +70,7 @@ def build(skills, profile):
         entry = {}
         seen = set()
         for f, terms in ft.items():
-            counts = {}
-            for t in terms:
-                counts[t] = counts.get(t, 0) + 1
+            counts = Counter(terms)
             entry[f] = (counts, len(terms))
             total_len[f] += len(terms)
             seen.update(counts)
@@ -92,9 +92,12 @@ def build(skills, profile):
             postings[t].append((doc, idfs[t] * tfp * (k1 + 1.0) / (tfp + k1)))
     terms = sorted(df, key=lambda t: t.encode("utf-8"))
     plist = []
+    by_weight = itemgetter(1)
     for t in terms:
         p = postings[t]
-        p.sort(key=lambda dw: (-dw[1], dw[0]))
+        # Appended in skill order, and the sort is stable: heaviest first,
+        # ties by skill number.
+        p.sort(key=by_weight, reverse=True)
         plist.append(p)
     return {
         "terms": terms,

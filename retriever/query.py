@@ -61,10 +61,14 @@ def top(acc, k):
     ties by skill number (skills are numbered in id order)."""
     if k <= 0 or not acc:
         return []
+    items = acc.items()
     if len(acc) > 4 * k + 256:
+        # The k-th best score on bare floats (C speed), then sort only what
+        # reaches it: ties at the cut are all kept, so ids still decide.
         import heapq
-        return heapq.nsmallest(k, acc.items(), key=lambda x: (-x[1], x[0]))
-    return sorted(acc.items(), key=lambda x: (-x[1], x[0]))[:k]
+        kth = heapq.nlargest(k, acc.values())[-1]
+        items = [kv for kv in items if kv[1] >= kth]
+    return sorted(items, key=lambda x: (-x[1], x[0]))[:k]
 
 
 # Small talk that shares words with skill bodies ("ok", "thanks") but never

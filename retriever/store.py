@@ -44,14 +44,16 @@ def write(path, built, docs, header):
     for t in terms:
         blob += t.encode("utf-8")
         term_off.append(len(blob))
-    post_off = array("I", [0])
-    post_doc = array("I")
-    post_w = array("f")
+    offs = [0]
+    docs_flat = []
+    weights_flat = []
     for plist in built["postings"]:
-        for d, w in plist:
-            post_doc.append(d)
-            post_w.append(w)
-        post_off.append(len(post_doc))
+        docs_flat.extend(d for d, _ in plist)
+        weights_flat.extend(w for _, w in plist)
+        offs.append(len(docs_flat))
+    post_off = array("I", offs)
+    post_doc = array("I", docs_flat)
+    post_w = array("f", weights_flat)
     doc_off = array("I", [0])
     doc_blob = bytearray()
     for d in docs:
