@@ -20,19 +20,14 @@ def plain_dict(index_path):
     from retriever import store
     idx = store.load(index_path)
     hdr = idx["header"]
-    data = idx["data"]
-    base = idx["term_base"]
+    blob = idx["term_blob"]
     term_off = idx["term_off"].tolist()
-    post_off = idx["post_off"].tolist()
-    post_doc = idx["post_doc"]
-    post_w = idx["post_w"]
     idf_all = idx["idf"].tolist()
     index = {}
     idf = {}
     for i in range(hdr["n_terms"]):
-        term = bytes(data[base + term_off[i]:base + term_off[i + 1]]).decode("utf-8")
-        a, b = post_off[i], post_off[i + 1]
-        index[term] = list(zip(post_doc[a:b].tolist(), post_w[a:b].tolist()))
+        term = blob[term_off[i]:term_off[i + 1]].decode("utf-8")
+        index[term] = list(zip(*store.postings(idx, i)))
         idf[term] = idf_all[i]
     docs = [store.doc(idx, n) for n in range(hdr["n_docs"])]
     return {"header": {"params": hdr["params"]}, "index": index, "idf": idf, "docs": docs}

@@ -5,7 +5,6 @@ imports this module only when the index is missing, corrupt or stale.
 """
 
 import hashlib
-import marshal
 import os
 import sys
 import time
@@ -44,13 +43,15 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
     }
 
 
-def signature(scope):
+def signature(scope, walked=None):
     """Digest of the stat manifest and the roots: changes iff the skills,
     their locations or the config changed."""
     extra = [scope["config"]] if scope["config"] else []
-    man = discover.manifest(scope["roots"], extra)
+    man = discover.manifest(scope["roots"], extra, walked)
     roots = tuple((r["path"], r["prefix"]) for r in scope["roots"])
-    return hashlib.blake2b(marshal.dumps((roots, man)), digest_size=16).hexdigest()
+    # repr, not marshal: marshal output depends on object identity (shared
+    # strings become back-references), so equal data could digest differently.
+    return hashlib.blake2b(repr((roots, man)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 def build(scope, index_path, profile="default", warn=None):
@@ -60,8 +61,9 @@ def build(scope, index_path, profile="default", warn=None):
     never stops on a bad skill.
     """
     t0 = time.perf_counter()
-    sig = signature(scope)
-    recs, problems, counts = skills.collect(scope["roots"], scope["disabled"])
+    walked = discover.walk_roots(scope["roots"])
+    sig = signature(scope, walked)
+    recs, problems, counts = skills.collect(scope["roots"], scope["disabled"], walked)
     recs.sort(key=lambda r: r["id"])  # skill numbers follow id order: ties break by id
     prof = index.PROFILES[profile]
     built = index.build(recs, prof)

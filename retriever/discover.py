@@ -135,16 +135,24 @@ def skill_id(root, skill_dir):
     return root["prefix"] + "/".join(parts)
 
 
-def manifest(roots, extra_files=()):
+def walk_roots(roots):
+    """``{root path: walk_skill_files(root path)}``, walked once per build
+    and shared by the manifest and the collection."""
+    return {r["path"]: walk_skill_files(r["path"]) for r in roots}
+
+
+def manifest(roots, extra_files=(), walked=None):
     """Stat signature of everything the index depends on.
 
     A tuple of ``(path, mtime_ns, size)`` for every SKILL.md below the roots
     plus ``extra_files`` (config.yaml); missing files are recorded as -1.
-    Any add, remove, rename or edit at any depth changes it.
+    Any add, remove, rename or edit at any depth changes it.  ``walked``
+    reuses a walk_roots() result.
     """
+    walked = walked or walk_roots(roots)
     sig = []
     for r in roots:
-        for _, md in walk_skill_files(r["path"]):
+        for _, md in walked[r["path"]]:
             try:
                 st = os.stat(md)
                 sig.append((md, st.st_mtime_ns, st.st_size))

@@ -70,7 +70,7 @@ def run(args):
     for t in terms:
         i = store.find_term(idx, t)
         if i >= 0:
-            df[t] = idx["post_off"][i + 1] - idx["post_off"][i]
+            df[t] = store.df(idx, i)
     avglen = _avglen(recs, profile)
     n = hdr["n_docs"]
     w = sys.stdout.write

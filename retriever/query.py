@@ -5,7 +5,7 @@ precomputed per-(term, skill) weights over the query's unique terms.
 """
 
 from retriever.analyze import analyze
-from retriever.store import doc, find_term
+from retriever.store import doc, find_term, postings
 from retriever.tokenize import is_cjk_token
 
 # A pasted log or a whole file should not drown the request around it: keep
@@ -38,9 +38,6 @@ def query_terms(idx, text):
 
 def score(idx, terms):
     """``({skill number: score}, {term: term number})`` for the given terms."""
-    post_off = idx["post_off"]
-    post_doc = idx["post_doc"]
-    post_w = idx["post_w"]
     acc = {}
     found = {}
     get = acc.get
@@ -49,9 +46,7 @@ def score(idx, terms):
         if i < 0:
             continue
         found[t] = i
-        a = post_off[i]
-        b = post_off[i + 1]
-        for d, w in zip(post_doc[a:b].tolist(), post_w[a:b].tolist()):
+        for d, w in zip(*postings(idx, i)):
             acc[d] = get(d, 0.0) + w
     return acc, found
 
@@ -132,14 +127,12 @@ def confidence(idx, found, best_doc, n_terms=None):
     count at half the mean IDF of the known ones, so a message that shares
     one word with the library is not "fully covered".  Unlike a raw BM25
     score it is comparable across queries and libraries."""
-    post_off = idx["post_off"]
-    post_doc = idx["post_doc"]
     idf = idx["idf"]
     total = covered = 0.0
     for i in found.values():
         w = idf[i]
         total += w
-        if best_doc in post_doc[post_off[i]:post_off[i + 1]].tolist():
+        if best_doc in postings(idx, i)[0]:
             covered += w
     if found and n_terms and n_terms > len(found):
         total += 0.5 * (total / len(found)) * (n_terms - len(found))

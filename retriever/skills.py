@@ -27,13 +27,14 @@ def _visibility(meta):
     return vis or None
 
 
-def collect(roots, disabled=frozenset()):
+def collect(roots, disabled=frozenset(), walked=None):
     """Parse the skills below ``roots`` (in precedence order).
 
     Returns ``(skills, problems, counts)``: ``skills`` is a list of dicts
     (id, name, path, description, triggers, tags, category, body, vis,
     source); ``problems`` a list of ``(file, reason)``; ``counts`` per root
-    path: found / indexed / disabled / shadowed / unreadable.
+    path: found / indexed / disabled / shadowed / unreadable.  ``walked``
+    reuses a discover.walk_roots() result.
     """
     skills = []
     problems = []
@@ -43,7 +44,8 @@ def collect(roots, disabled=frozenset()):
     for root in roots:
         c = counts.setdefault(root["path"], {"found": 0, "indexed": 0, "disabled": 0,
                                              "shadowed": 0, "unreadable": 0, "malformed": 0})
-        for skill_dir, md in discover.walk_skill_files(root["path"]):
+        found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
+        for skill_dir, md in found:
             real = os.path.realpath(md)
             if real in seen_files:
                 continue

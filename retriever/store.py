@@ -14,16 +14,17 @@ recorded in the header)::
     doc_off   u32[N+1]   each skill's record in doc_blob
     doc_blob  marshal    one (id, name, path, description, vis) tuple per skill
 
-Loading reads the small header and maps the rest: nothing is decoded until
-a query asks for a term's postings or a result's record, so load time does
-not grow with the number of skills (performance-facts.md section 3).
+Loading reads the header and the vocabulary-sized tables; nothing else is
+read until a query asks for a term's postings or a result's record, so load
+time and memory do not grow with the number of skills (performance-facts.md
+section 3).
 """
 
 import marshal
 
 MAGIC = b"SKRIDX\x00\x01"
 FORMAT_VERSION = 3
-_MMAP_ABOVE = 1 << 20  # smaller files are read whole; reading beats mapping there
+_READ_WHOLE_BELOW = 1 << 20  # smaller files are read whole in one call
 
 
 class IndexError_(Exception):
@@ -48,8 +49,10 @@ def write(path, built, docs, header):
     docs_flat = []
     weights_flat = []
     for plist in built["postings"]:
-        docs_flat.extend(d for d, _ in plist)
-        weights_flat.extend(w for _, w in plist)
+        if plist:
+            ds, ws = zip(*plist)
+            docs_flat.extend(ds)
+            weights_flat.extend(ws)
         offs.append(len(docs_flat))
     post_off = array("I", offs)
     post_doc = array("I", docs_flat)
@@ -144,45 +147,61 @@ def read_header(path):
 
 
 def load(path):
-    """Open an index for querying.  Returns a plain dict of views.
+    """Open an index for querying.  Returns a plain dict.
+
+    Small files are read whole.  Large ones are read in part: the
+    vocabulary-sized sections (term table, postings offsets, IDF, record
+    offsets) once, and each query term's postings and each printed record
+    with ``pread`` when asked for.  (``mmap`` was measured first: on this
+    kernel every touched region maps a 2 MiB page-cache folio, so a query
+    over 20,000 skills peaked 15 MiB above the interpreter.)
 
     Raises IndexError_ (missing, corrupt, truncated, other version).
     """
     header, f = read_header(path)
     import sys
+    sec = header["sections"]
     try:
         size = f.seek(0, 2)
         if size != header.get("size") or header.get("byteorder") != sys.byteorder:
             raise IndexError_("truncated (%d of %s bytes)" % (size, header.get("size"))
                               if size != header.get("size") else "byte order differs")
-        if size > _MMAP_ABOVE:
-            import mmap
-            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        if size > _READ_WHOLE_BELOW:
+            import posix
+            fd = posix.open(path, posix.O_RDONLY)
+
+            def read(off, ln, _fd=fd, _pread=posix.pread):
+                return _pread(_fd, ln, off)
+
+            def section(name):
+                off, ln = sec[name]
+                data = read(off, ln)
+                if len(data) != ln:
+                    raise IndexError_("truncated while reading %s" % name)
+                return memoryview(data)
         else:
             f.seek(0)
-            data = f.read()
+            whole = memoryview(f.read())
+
+            def read(off, ln, _mv=whole):
+                return _mv[off:off + ln]
+
+            def section(name):
+                off, ln = sec[name]
+                return whole[off:off + ln]
     finally:
         f.close()
-    mv = memoryview(data)
-    sec = header["sections"]
-
-    def view(name, fmt):
-        off, ln = sec[name]
-        return mv[off:off + ln].cast(fmt)
-
-    tb_off, _ = sec["term_blob"]
-    db_off, _ = sec["doc_blob"]
     return {
         "header": header,
-        "data": data,
-        "term_off": view("term_off", "I"),
-        "term_base": tb_off,
-        "post_off": view("post_off", "I"),
-        "post_doc": view("post_doc", "I"),
-        "post_w": view("post_w", "f"),
-        "idf": view("idf", "f"),
-        "doc_off": view("doc_off", "I"),
-        "doc_base": db_off,
+        "read": read,
+        "term_off": section("term_off").cast("I"),
+        "term_blob": bytes(section("term_blob")),
+        "post_off": section("post_off").cast("I"),
+        "post_doc_at": sec["post_doc"][0],
+        "post_w_at": sec["post_w"][0],
+        "idf": section("idf").cast("f"),
+        "doc_off": section("doc_off").cast("I"),
+        "doc_at": sec["doc_blob"][0],
     }
 
 
@@ -191,12 +210,11 @@ def find_term(idx, term):
     sorted term blob; only the probed terms are ever sliced out."""
     key = term.encode("utf-8")
     off = idx["term_off"]
-    data = idx["data"]
-    base = idx["term_base"]
+    blob = idx["term_blob"]
     lo, hi = 0, len(off) - 1
     while lo < hi:
         mid = (lo + hi) >> 1
-        t = data[base + off[mid]:base + off[mid + 1]]
+        t = blob[off[mid]:off[mid + 1]]
         if t < key:
             lo = mid + 1
         elif t > key:
@@ -206,8 +224,22 @@ def find_term(idx, term):
     return -1
 
 
+def postings(idx, i):
+    """``(skill numbers, weights)`` of term number ``i``, heaviest first."""
+    a = idx["post_off"][i]
+    n = idx["post_off"][i + 1] - a
+    read = idx["read"]
+    docs = memoryview(read(idx["post_doc_at"] + 4 * a, 4 * n)).cast("I").tolist()
+    weights = memoryview(read(idx["post_w_at"] + 4 * a, 4 * n)).cast("f").tolist()
+    return docs, weights
+
+
+def df(idx, i):
+    """How many skills contain term number ``i``."""
+    return idx["post_off"][i + 1] - idx["post_off"][i]
+
+
 def doc(idx, n):
     """The ``(id, name, path, description, vis)`` record of skill ``n``."""
     off = idx["doc_off"]
-    base = idx["doc_base"]
-    return marshal.loads(idx["data"][base + off[n]:base + off[n + 1]])
+    return marshal.loads(idx["read"](idx["doc_at"] + off[n], off[n + 1] - off[n]))
