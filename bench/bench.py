@@ -199,7 +199,7 @@ def variants_for(size, roots, index_path, pkl, oj, env, has_hook):
     vs = [
         {"name": "floor", "label": "floor: python -I -S -c pass",
          "make": lambda q: ([PY, "-I", "-S", "-c", "pass"], None, env)},
-        {"name": "shipped", "label": "shipped: bin/skill-retrieve (packed, mmap)",
+        {"name": "shipped", "label": "shipped: bin/skill-retrieve (packed index)",
          "make": lambda q: ([BIN, "--index", index_path, q], None, env)},
     ]
     if has_hook:
