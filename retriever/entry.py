@@ -29,10 +29,11 @@ def warn(msg):
     sys.stderr.write("skill-retrieve: %s\n" % msg)
 
 
-def env_int(name, default, low=1, high=1000):
-    """An integer setting from the environment; warns and falls back on
-    anything that is not a whole number in range."""
-    raw = locate.env(name).strip()
+def env_int(name, default, low=1, high=1000, raw=None, warn_fn=None):
+    """An integer setting from the environment (or ``raw``); warns through
+    ``warn_fn`` (default: stderr) and falls back on anything that is not a
+    whole number in range."""
+    raw = (locate.env(name) if raw is None else raw).strip()
     if not raw:
         return default
     try:
@@ -41,7 +42,8 @@ def env_int(name, default, low=1, high=1000):
             return v
     except ValueError:
         pass
-    warn("ignoring %s=%r (expected a whole number from %d to %d); using %d" % (name, raw, low, high, default))
+    (warn_fn or warn)("ignoring %s=%r (expected a whole number from %d to %d); using %d"
+                      % (name, raw[:40], low, high, default))
     return default
 
 

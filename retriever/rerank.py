@@ -117,18 +117,9 @@ def enabled(env=None, warn=None):
 
 
 def _int_setting(env, name, default, low, high, secrets):
-    raw = _get(env, name).strip()
-    if not raw:
-        return default
-    try:
-        v = int(raw)
-        if low <= v <= high:
-            return v
-    except ValueError:
-        pass
-    _warn("ignoring %s=%r (expected a whole number from %d to %d); using %d"
-          % (name, raw[:40], low, high, default), secrets)
-    return default
+    # Warnings go to the log only (hooks must stay quiet), redacted.
+    from retriever.entry import env_int
+    return env_int(name, default, low, high, raw=_get(env, name), warn_fn=lambda m: _warn(m, secrets))
 
 
 def secrets_in(env=None):
