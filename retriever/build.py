@@ -12,12 +12,13 @@ import time
 from retriever import discover, hermes_config, index, locate, skills, store
 
 
-def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=None):
+def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=None, only_hermes=False):
     """Decide what an index covers.
 
     Returns a dict: ``roots`` (list of root dicts, precedence order),
     ``explicit`` (bool), ``platform``, ``hermes_home``, ``config`` (the path
-    whose changes matter, or None) and ``disabled`` (set of names).
+    whose changes matter, or None), ``disabled`` (set of names) and
+    ``only_hermes`` (the default roots cut to Hermes' own folders).
     """
     hh = hermes_home or discover.hermes_home()
     explicit = bool(roots)
@@ -32,7 +33,8 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
                                        for r in roots])
     else:
         rlist = discover.default_roots(env=dict(os.environ, HERMES_HOME=hh),
-                                       external_dirs=hermes_config.external_dirs(cfg, hh))
+                                       external_dirs=hermes_config.external_dirs(cfg, hh),
+                                       only_hermes=only_hermes)
     return {
         "roots": rlist,
         "explicit": explicit,
@@ -40,6 +42,7 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
         "hermes_home": hh,
         "config": hermes_config.config_path(hh) if use_config else None,
         "disabled": hermes_config.disabled_names(cfg, platform) if use_config else set(),
+        "only_hermes": bool(only_hermes and not explicit),
     }
 
 
@@ -73,6 +76,7 @@ def build(scope, index_path, profile="default", warn=None):
                    "analyzer": prof["analyzer"]},
         "roots": [dict(r) for r in scope["roots"]],
         "explicit": scope["explicit"],
+        "only_hermes": scope.get("only_hermes", False),
         "platform": scope["platform"],
         "hermes_home": scope["hermes_home"],
         "config": scope["config"],
@@ -96,7 +100,7 @@ def scope_of(header, warn=None):
     current config, so a disabled-list edit reaches the rebuild."""
     roots = [r["path"] for r in header["roots"]] if header["explicit"] else None
     return resolve(roots, header["platform"] or None, header["hermes_home"], warn,
-                   use_config=bool(header["config"]))
+                   use_config=bool(header["config"]), only_hermes=header.get("only_hermes", False))
 
 
 def is_stale(header):

@@ -28,7 +28,7 @@ def _root(path, source, prefix=""):
     return {"path": os.path.abspath(os.path.expanduser(path)), "source": source, "prefix": prefix}
 
 
-def default_roots(env=None, cwd=None, external_dirs=()):
+def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False):
     """Skill roots in precedence order, for when no ``--root`` is given.
 
     1. Hermes local skills, ``$HERMES_HOME/skills``
@@ -40,11 +40,16 @@ def default_roots(env=None, cwd=None, external_dirs=()):
 
     Only roots that exist are returned.  When two roots hold a skill of the
     same name, the earlier root wins and the later one is reported as shadowed.
+    ``only_hermes`` keeps 1 and 3: the folders Hermes itself lists skills
+    from (what its shell hook may suggest).
     """
     env = os.environ if env is None else env
     home = os.path.expanduser("~")
     hh = hermes_home(env)
     roots = [_root(os.path.join(hh, "skills"), "hermes")]
+    if only_hermes:
+        roots += [_root(d, "hermes-external") for d in external_dirs]
+        return dedupe_roots([r for r in roots if os.path.isdir(r["path"])])
     plugins = os.path.join(hh, "plugins")
     try:
         names = sorted(os.listdir(plugins))

@@ -163,12 +163,12 @@ def _enable_site():
             pass
 
 
-def rebuild(index_path, roots, platform, reason, quiet=False):
+def rebuild(index_path, roots, platform, reason, quiet=False, only_hermes=False):
     """Build the index now (it is missing, corrupt, stale or for other roots)."""
     _enable_site()
     from retriever import build
     t0 = __import__("time").perf_counter()
-    scope = build.resolve(roots or None, platform, warn=None)
+    scope = build.resolve(roots or None, platform, warn=None, only_hermes=only_hermes)
     header, problems = build.build(scope, index_path)
     touch_stamp(index_path)
     if not quiet:
@@ -176,14 +176,14 @@ def rebuild(index_path, roots, platform, reason, quiet=False):
              % (index_path, reason, header["n_docs"], len(problems), __import__("time").perf_counter() - t0))
 
 
-def open_index(roots=(), index_path=None, platform=None, fresh=False, quiet=False):
+def open_index(roots=(), index_path=None, platform=None, fresh=False, quiet=False, only_hermes=False):
     """Load the index for ``roots`` (or the default roots), building it
     first when needed.  Returns ``(idx, index_path)``."""
     if platform is None:
         platform = locate.env("HERMES_PLATFORM") or None
     roots = list(roots)
     if index_path is None:
-        index_path = locate.default_index_path(roots, platform)
+        index_path = locate.default_index_path(roots, platform, only_hermes)
     else:
         index_path = locate.abspath(index_path)
     try:
@@ -192,14 +192,15 @@ def open_index(roots=(), index_path=None, platform=None, fresh=False, quiet=Fals
         reason = "missing" if str(exc) == "missing" else "was unusable (%s)" % exc
         if not roots:
             roots = _roots_named_in(index_path)
-        rebuild(index_path, roots, platform, reason, quiet)
+        rebuild(index_path, roots, platform, reason, quiet, only_hermes)
         return store.load(index_path), index_path
     hdr = idx["header"]
     if (hdr.get("platform") or "") != (platform or ""):
         # platform_disabled differs per platform: an --index shared across
         # platforms must not answer with another platform's skill set.
         rebuild(index_path, roots or _roots_named_in(index_path), platform,
-                "was built for platform %r" % (hdr.get("platform") or ""), quiet)
+                "was built for platform %r" % (hdr.get("platform") or ""), quiet,
+                only_hermes or hdr.get("only_hermes", False))
         return store.load(index_path), index_path
     if roots:
         want = [locate.abspath(r) for r in roots]
@@ -213,7 +214,7 @@ def open_index(roots=(), index_path=None, platform=None, fresh=False, quiet=Fals
         stale, _ = build.is_stale(hdr)
         if stale:
             rebuild(index_path, [r["path"] for r in hdr["roots"]] if hdr["explicit"] else roots,
-                    platform, "was stale", quiet)
+                    platform, "was stale", quiet, hdr.get("only_hermes", False))
             return store.load(index_path), index_path
     return idx, index_path
 

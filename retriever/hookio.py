@@ -328,15 +328,20 @@ def _answer(runner, opts, text, payload):
         extra = payload.get("extra")
         p = extra.get("platform") if isinstance(extra, dict) else None
         platform = p if isinstance(p, str) and p else None
+    # Hermes' shell hook suggests only what Hermes can load: its own skill
+    # folders (local and skills.external_dirs), not every agent's.
+    only_hermes = runner == "hermes" and not roots
     index_path = opts.get("index")
-    index_path = locate.abspath(index_path) if index_path else locate.default_index_path(roots, platform)
+    index_path = locate.abspath(index_path) if index_path else \
+        locate.default_index_path(roots, platform, only_hermes)
     top_k, inject_k = entry.limits(opts.get("k"))
     if opts.get("fresh"):
-        idx, index_path = entry.open_index(roots, index_path, platform, True, quiet=True)
+        idx, index_path = entry.open_index(roots, index_path, platform, True, quiet=True,
+                                           only_hermes=only_hermes)
     else:
         idx = _ready(roots, index_path)
         if idx is None:
-            if not _build_detached(runner, roots, index_path, platform):
+            if not _build_detached(runner, roots, index_path, platform, only_hermes):
                 return empty_output(runner), None
             idx = _ready(roots, index_path)
             if idx is None:
@@ -384,7 +389,7 @@ def build_wait():
     return v if 0 <= v < 600 else DEFAULT_BUILD_WAIT
 
 
-def _build_detached(runner, roots, index_path, platform):
+def _build_detached(runner, roots, index_path, platform, only_hermes=False):
     """Build the index in a detached child and wait for it up to
     ``build_wait()`` seconds.  Returns True when it finished in time.
 
@@ -424,7 +429,7 @@ def _build_detached(runner, roots, index_path, platform):
             for n in (0, 1, 2):
                 posix.dup2(fd, n)
             t0 = time.perf_counter()
-            idx, _ = entry.open_index(roots, index_path, platform, quiet=True)
+            idx, _ = entry.open_index(roots, index_path, platform, quiet=True, only_hermes=only_hermes)
             locate.log("hook %s: built index %s (%d skills from %d folder(s), %.2fs)"
                        % (runner, index_path, idx["header"]["n_docs"], len(idx["header"]["roots"]),
                           time.perf_counter() - t0))

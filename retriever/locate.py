@@ -54,10 +54,12 @@ def hermes_home():
     return abspath(env("HERMES_HOME") or "~/.hermes")
 
 
-def spec_key(roots, platform):
+def spec_key(roots, platform, only_hermes=False):
     """A short stable key for a root list (or the default roots)."""
     if roots:
         parts = ["roots"] + [abspath(r) for r in roots]
+    elif only_hermes:
+        parts = ["hermes", hermes_home()]
     else:
         # The inputs default_roots() reads; folders that may or may not
         # exist are keyed only when they do, so running from a different
@@ -73,9 +75,9 @@ def spec_key(roots, platform):
     return _fnv64("\0".join(parts))
 
 
-def default_index_path(roots, platform):
+def default_index_path(roots, platform, only_hermes=False):
     """The cache path of the index for these roots."""
-    return "%s/index-%s.skr" % (cache_dir(), spec_key(roots, platform))
+    return "%s/index-%s.skr" % (cache_dir(), spec_key(roots, platform, only_hermes))
 
 
 def _fnv64(s):

@@ -365,11 +365,20 @@ def test_cline_folders(hook, tmp_path):
     assert _names(proc, "cline") == {"user-cline", "ws1-cline", "ws1-clinerules", "ws2-claude"}
 
 
-def test_hermes_uses_the_default_roots(hook, tmp_path):
+def test_hermes_uses_only_the_folders_hermes_lists_skills_from(hook, tmp_path):
+    # Hermes can load skills from its own folder and skills.external_dirs;
+    # a skill only Claude Code knows must not be suggested to it.
     hh = tmp_path / "hermes-home"
+    ext = tmp_path / "shared-skills"
     _marked(hh / "skills" / "research", "hermes-skill", "zebra")
+    _marked(ext, "external-skill", "zebra")
+    _marked(tmp_path / "home" / ".claude" / "skills", "claude-only-skill", "zebra")
+    (hh / "config.yaml").write_text("skills:\n  external_dirs: [%s]\n" % ext)
     proc = hook("hermes", payload("hermes", "zebra"), env={"HERMES_HOME": hh})
-    assert _names(proc, "hermes") == {"hermes-skill"}
+    assert _names(proc, "hermes") == {"hermes-skill", "external-skill"}
+    # The same home through another runner still sees Claude Code's skill.
+    proc = hook("claude-code", payload("claude-code", "zebra"), env={"HERMES_HOME": hh})
+    assert "claude-only-skill" in _names(proc, "claude-code")
 
 
 def test_explicit_root_overrides_runner_folders(hook, tmp_path, skills):
