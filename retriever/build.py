@@ -43,6 +43,9 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
         "config": hermes_config.config_path(hh) if use_config else None,
         "disabled": hermes_config.disabled_names(cfg, platform) if use_config else set(),
         "only_hermes": bool(only_hermes and not explicit),
+        # Explicit roots that are not folders: a typo should not look like
+        # an empty library.
+        "missing": [r["path"] for r in rlist if explicit and not os.path.isdir(r["path"])],
     }
 
 

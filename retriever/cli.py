@@ -111,6 +111,8 @@ def run_build(args):
     platform = args.platform or locate.env("HERMES_PLATFORM") or None
     scope = build.resolve(args.root or None, platform, warn=build.stderr_warn)
     path = locate.abspath(args.index) if args.index else locate.default_index_path(args.root, platform)
+    for folder in scope["missing"]:
+        sys.stderr.write("skill-retrieve: warning: %s: no such folder\n" % folder)
     if not scope["roots"]:
         sys.stderr.write("skill-retrieve: warning: no skill folders found%s\n"
                          % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, .agents/skills)"))

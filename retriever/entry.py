@@ -167,13 +167,16 @@ def rebuild(index_path, roots, platform, reason, quiet=False, only_hermes=False)
     """Build the index now (it is missing, corrupt, stale or for other roots)."""
     _enable_site()
     from retriever import build
-    t0 = __import__("time").perf_counter()
+    import time
+    t0 = time.perf_counter()
     scope = build.resolve(roots or None, platform, warn=None, only_hermes=only_hermes)
     header, problems = build.build(scope, index_path)
     touch_stamp(index_path)
     if not quiet:
+        for folder in scope["missing"]:
+            warn("warning: %s: no such folder" % folder)
         warn("index %s %s; rebuilt it (%d skills, %d files with problems, %.2fs)"
-             % (index_path, reason, header["n_docs"], len(problems), __import__("time").perf_counter() - t0))
+             % (index_path, reason, header["n_docs"], len(problems), time.perf_counter() - t0))
 
 
 def open_index(roots=(), index_path=None, platform=None, fresh=False, quiet=False, only_hermes=False):

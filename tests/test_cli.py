@@ -331,3 +331,16 @@ def test_closed_stdout_is_not_an_error(lib):
     err = p.stderr.read()
     assert p.wait(timeout=30) in (0, 1)
     assert b"Traceback" not in err
+
+
+def test_a_root_that_is_not_a_folder_is_named_not_silently_empty(cli, tmp_path):
+    missing = tmp_path / "no-such-skills"
+    index = tmp_path / "idx.skr"
+    proc = cli("build", "--root", missing, "--index", index)
+    assert proc.returncode == 0
+    assert "%s: no such folder" % missing in proc.stderr
+    assert "built %s: 0 skills" % index in proc.stdout
+    assert index.is_file() and not missing.exists()
+    q = cli("--root", missing, "--index", tmp_path / "other.skr", "pdf")
+    assert q.returncode == 0 and q.stdout == ""
+    assert "%s: no such folder" % missing in q.stderr
