@@ -295,9 +295,10 @@ def run(args):
     m = measure(args.root, args.index, queries, args.platform)
     if args.format == "json":
         sys.stdout.write(json.dumps(m, indent=1) + "\n")
-    else:
+    elif m["skills"]:
+        # (A table of an empty library would show a negative "saving".)
         sys.stdout.write(render_text(m))
     if not m["skills"]:
-        sys.stderr.write("skill-retrieve: no skills found; nothing to measure\n")
+        sys.stderr.write("skill-retrieve: no skills found; nothing to measure (pass --root DIR)\n")
         return 1
     return 0

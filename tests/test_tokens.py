@@ -139,3 +139,5 @@ def test_no_skills_exits_1(cli, tmp_path):
     proc = cli("tokens", "--root", empty)
     assert_clean(proc, 1)
     assert "no skills" in proc.stderr
+    # No table of an empty library (it would show a negative saving).
+    assert proc.stdout == ""
