@@ -152,6 +152,12 @@ def run(args):
             "mixed": evaluate([r for r in rows if r["corpus"] in MIXED], lambda r: mixed_idx,
                               args.inject_k, min_score, min_ratio),
         }
+        # Task prompts with expected skills but no trigger label were never
+        # used for tuning: a small held-out check.
+        held = [dict(r, should_trigger=True) for r in rows
+                if r["should_trigger"] is None and r["expected_skills"]]
+        if held:
+            res["own held-out"] = evaluate(held, idx_own, args.inject_k, min_score, min_ratio)
         if cjk:
             res["mixed CJK"] = evaluate(cjk, lambda r: mixed_idx, args.inject_k, min_score, min_ratio)
         report["results"][profile] = res
