@@ -37,7 +37,9 @@ def query_terms(idx, text):
 
 
 def score(idx, terms):
-    """``({skill number: score}, {term: term number})`` for the given terms."""
+    """``({skill number: score}, {term: (term number, skill numbers)})``
+    for the given terms; the skill lists are kept for ``confidence``, so
+    no term's postings are read twice."""
     acc = {}
     found = {}
     get = acc.get
@@ -45,8 +47,9 @@ def score(idx, terms):
         i = find_term(idx, t)
         if i < 0:
             continue
-        found[t] = i
-        for d, w in zip(*postings(idx, i)):
+        docs, weights = postings(idx, i)
+        found[t] = (i, docs)
+        for d, w in zip(docs, weights):
             acc[d] = get(d, 0.0) + w
     return acc, found
 
@@ -129,10 +132,10 @@ def confidence(idx, found, best_doc, n_terms=None):
     score it is comparable across queries and libraries."""
     idf = idx["idf"]
     total = covered = 0.0
-    for i in found.values():
+    for i, docs in found.values():
         w = idf[i]
         total += w
-        if best_doc in postings(idx, i)[0]:
+        if best_doc in docs:
             covered += w
     if found and n_terms and n_terms > len(found):
         total += 0.5 * (total / len(found)) * (n_terms - len(found))
