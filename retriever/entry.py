@@ -205,12 +205,9 @@ def open_index(roots=(), index_path=None, platform=None, fresh=False, quiet=Fals
                 "was built for platform %r" % (hdr.get("platform") or ""), quiet,
                 only_hermes or hdr.get("only_hermes", False))
         return store.load(index_path), index_path
-    if roots:
-        want = [locate.abspath(r) for r in roots]
-        have = [r["path"] for r in hdr["roots"]]
-        if not hdr["explicit"] or sorted(set(want)) != sorted(set(have)):
-            rebuild(index_path, roots, platform, "was built for other roots", quiet)
-            return store.load(index_path), index_path
+    if not covers(hdr, roots):
+        rebuild(index_path, roots, platform, "was built for other roots", quiet)
+        return store.load(index_path), index_path
     if fresh:
         _enable_site()
         from retriever import build
@@ -220,6 +217,15 @@ def open_index(roots=(), index_path=None, platform=None, fresh=False, quiet=Fals
                     platform, "was stale", quiet, hdr.get("only_hermes", False))
             return store.load(index_path), index_path
     return idx, index_path
+
+
+def covers(header, roots):
+    """True when an index with ``header`` was built for exactly ``roots``
+    (any index covers "no roots given": its header names its own)."""
+    if not roots:
+        return True
+    want = set(locate.abspath(r) for r in roots)
+    return bool(header["explicit"]) and want == set(r["path"] for r in header["roots"])
 
 
 def _roots_named_in(index_path):

@@ -362,17 +362,12 @@ def _ready(roots, index_path):
     """The index at ``index_path`` if it loads and covers ``roots`` (the
     checks ``entry.open_index`` makes before deciding to rebuild), else None."""
     from retriever import store
+    from retriever.entry import covers
     try:
         idx = store.load(index_path)
     except store.IndexError_:
         return None
-    if roots:
-        hdr = idx["header"]
-        want = sorted(set(locate.abspath(r) for r in roots))
-        have = sorted(set(r["path"] for r in hdr["roots"]))
-        if not hdr["explicit"] or want != have:
-            return None
-    return idx
+    return idx if covers(idx["header"], roots) else None
 
 
 # -------------------------------------------------------------- cold build
