@@ -225,17 +225,11 @@ def turn_view(state, session_id, platform):
 
 def message_text(user_message):
     """The text of a user message: a str, or a list of content parts."""
-    if isinstance(user_message, str):
-        return user_message
-    if isinstance(user_message, list):
-        out = []
-        for part in user_message:
-            if isinstance(part, str):
-                out.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                out.append(part["text"])
-        return "\n".join(out)
-    return ""
+    from retriever.hookio import message_text as text_of
+    try:
+        return text_of(user_message)
+    except ValueError:
+        return ""
 
 
 def retrieve(state, text, session_id="", platform=""):
@@ -251,7 +245,9 @@ def retrieve(state, text, session_id="", platform=""):
     if results:
         view = turn_view(state, session_id, platform)
         results = [r for r in results if visibility.visible(r, view)]
-    return results[:inject_k]
+    # The optional LLM rerank (SKILL_RETRIEVAL_RERANK=jev) sees only what
+    # Hermes would show; off, this is just the cut to inject_k.
+    return entry.shortlist(text, results, inject_k, session_id=session_id or None)
 
 
 def make_pre_llm_call(state):

@@ -53,12 +53,13 @@ def prompt_of(runner, payload):
         if "prompt" not in payload:
             raise ValueError("payload has no prompt")
         value = payload["prompt"]
-    return _text(value)
+    return message_text(value)
 
 
-def _text(value):
-    # Hermes may send content parts ({"type": "text", "text": ...}); other
-    # runners send a string.  Images and other parts carry no words to rank.
+def message_text(value):
+    """The words of a message: a str, or the text of its content parts
+    ({"type": "text", "text": ...}, as Hermes sends); images and other
+    parts carry no words to rank.  Raises ValueError for other types."""
     if value is None:
         return ""
     if isinstance(value, str):

@@ -367,6 +367,52 @@ def test_hook_block_equals_the_cli_block(hermes_home, tmp_path):
     assert ctx.hook()(**turn_kwargs(parts, is_first_turn=False)) == out
 
 
+def test_hook_goes_through_the_llm_rerank_when_switched_on(hermes_home, tmp_path, monkeypatch):
+    """Issue 6 applies to the plugin too: with SKILL_RETRIEVAL_RERANK=jev
+    the reranker's pick among the visible shortlist is what is injected."""
+    import http.server
+    import threading
+    ctx, state = start()
+    query = "rotate the kubernetes TLS certificates, then extract the text of a scanned pdf with ocr"
+    monkeypatch.setenv("SKILL_RETRIEVAL_MIN_SCORE_RATIO", "0")  # a longer shortlist to choose from
+    shortlist = [r["id"] for r in runtime.retrieve(state, query)]
+    assert len(shortlist) >= 2
+    pick = shortlist[-1]
+    monkeypatch.setenv("SKILL_RETRIEVAL_INJECT_K", "1")
+    assert "(%s)" % pick not in ctx.hook()(**turn_kwargs(query))["context"]  # BM25 alone
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(sorted(body["state"]["skills"]))
+            answers = {q: {"probability": 0.99 if q == "rel_" + pick else 0.05} for q in body["questions"]}
+            data = json.dumps({"answers": answers, "usage": {"input_tokens": 10}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("SKILL_RETRIEVAL_RERANK", "jev")
+        monkeypatch.setenv("TYPESAFE_API_KEY", "test-key")
+        monkeypatch.setenv("SKILL_RETRIEVAL_RERANK_BASE_URL", "http://127.0.0.1:%d/v1" % srv.server_address[1])
+        monkeypatch.setenv("SKILL_RETRIEVAL_RERANK_LOG", str(tmp_path / "ab.jsonl"))
+        monkeypatch.setenv("SKILL_RETRIEVAL_INJECT_K", "1")
+        out = ctx.hook()(**turn_kwargs(query))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert len(seen) == 1 and seen[0] == sorted(shortlist)  # only visible skills leave the machine
+    assert out and out["context"].count("\n- **") == 1 and "(%s)" % pick in out["context"]
+
+
 @pytest.mark.parametrize("message", ["", "   ", [], None, 42, [{"type": "image_url"}],
                                      "zxqv wplk qqqj", "the and of"])
 def test_hook_returns_none_when_nothing_is_relevant(hermes_home, message):
