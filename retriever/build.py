@@ -77,6 +77,7 @@ def build(scope, index_path, profile="default", warn=None):
     header = {
         "params": {"profile": profile, "k1": prof["k1"], "fields": prof["fields"],
                    "analyzer": prof["analyzer"]},
+        "avglen": built["avglen"],  # per field, for explain's breakdown
         "roots": [dict(r) for r in scope["roots"]],
         "explicit": scope["explicit"],
         "only_hermes": scope.get("only_hermes", False),

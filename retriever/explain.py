@@ -71,7 +71,7 @@ def run(args):
         i = store.find_term(idx, t)
         if i >= 0:
             df[t] = store.df(idx, i)
-    avglen = _avglen(recs, profile)
+    avglen = hdr["avglen"]
     n = hdr["n_docs"]
     w = sys.stdout.write
     w("query terms (after stopwords and stemming): %s\n" % (" ".join(terms) or "(none)"))
@@ -112,15 +112,6 @@ def run(args):
              results[-1]["score"] if results else 0.0))
         _explain_one(w, pos or 0, total, rec, terms, profile, n, avglen, df)
     return 0
-
-
-def _avglen(recs, profile):
-    from retriever import index
-    tot = dict.fromkeys(profile["fields"], 0)
-    for r in recs:
-        for f, toks in index.field_terms(r, profile).items():
-            tot[f] += len(toks)
-    return {f: (tot[f] / len(recs) if recs else 0.0) or 1.0 for f in tot}
 
 
 def _explain_one(w, rank, score, rec, terms, profile, n, avglen, df):

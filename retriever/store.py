@@ -23,7 +23,7 @@ section 3).
 import marshal
 
 MAGIC = b"SKRIDX\x00\x01"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: header carries per-field average lengths
 _READ_WHOLE_BELOW = 1 << 20  # smaller files are read whole in one call
 
 
