@@ -18,8 +18,6 @@ sys.path.insert(0, _here.rsplit("/", 1)[0])  # bench/: dict_search
 
 fmt, path = sys.argv[1], sys.argv[2]
 words = sys.argv[3:]
-# --ids: verification mode, one query per stdin line, top ids per line.
-want_ids = words[:1] == ["--ids"]
 with open(path, "rb") as f:
     raw = f.read()
 if fmt == "pickle":
@@ -31,7 +29,6 @@ else:
 del raw
 
 import dict_search  # noqa: E402
-from retriever.render import text_block  # noqa: E402
 
 
 def search(text):
@@ -39,11 +36,4 @@ def search(text):
     return dict_search.search(obj["index"], obj["idf"], obj["docs"], obj["header"], text)
 
 
-if want_ids:
-    out = "".join("\t".join(r["id"] for r in search(line)) + "\n"
-                  for line in sys.stdin.read().split("\n") if line)
-else:
-    out = text_block(search(" ".join(words)))
-sys.stdout.buffer.write(out.encode("utf-8", "replace"))
-sys.stdout.flush()
-posix._exit(0)
+dict_search.answer(search, words)

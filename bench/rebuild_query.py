@@ -19,7 +19,6 @@ sys.path.insert(0, _here.rsplit("/", 1)[0])  # bench/: dict_search
 
 import dict_search  # noqa: E402
 from retriever import index, skills  # noqa: E402
-from retriever.render import text_block  # noqa: E402
 
 args = sys.argv[1:]
 want_ids = args[:1] == ["--ids"]
@@ -42,11 +41,4 @@ def search(text):
     return dict_search.search(postings, idf, docs, header, text)
 
 
-if want_ids:  # verification mode: one query per stdin line, top ids per line
-    out = "".join("\t".join(r["id"] for r in search(line)) + "\n"
-                  for line in sys.stdin.read().split("\n") if line)
-else:
-    out = text_block(search(" ".join(words)))
-sys.stdout.buffer.write(out.encode("utf-8", "replace"))
-sys.stdout.flush()
-posix._exit(0)
+dict_search.answer(search, ["--ids"] if want_ids else words)

@@ -64,7 +64,7 @@ def build(skills, profile):
     n = len(skills)
     per_doc = []  # per doc: {field: (counts dict, length)}
     total_len = dict.fromkeys(fields, 0)
-    df = {}
+    df = Counter()
     for s in skills:
         ft = field_terms(s, profile)
         entry = {}
@@ -74,8 +74,7 @@ def build(skills, profile):
             entry[f] = (counts, len(terms))
             total_len[f] += len(terms)
             seen.update(counts)
-        for t in seen:
-            df[t] = df.get(t, 0) + 1
+        df.update(seen)
         per_doc.append(entry)
     avglen = {f: (total_len[f] / n if n else 0.0) or 1.0 for f in fields}
 
@@ -83,11 +82,12 @@ def build(skills, profile):
     postings = {t: [] for t in df}
     for doc, entry in enumerate(per_doc):
         acc = {}
+        get = acc.get
         for f, (counts, length) in entry.items():
             w, b = fields[f]
             norm = w / (1.0 - b + b * length / avglen[f])
             for t, c in counts.items():
-                acc[t] = acc.get(t, 0.0) + c * norm
+                acc[t] = get(t, 0.0) + c * norm
         for t, tfp in acc.items():
             postings[t].append((doc, idfs[t] * tfp * (k1 + 1.0) / (tfp + k1)))
     terms = sorted(df, key=lambda t: t.encode("utf-8"))

@@ -80,11 +80,13 @@ def tokenize(text):
         from unicodedata import normalize
         text = normalize("NFKC", text)
     words = text.lower().translate(_SEP).split()
-    if text.isascii():
+    # No character at or above the first CJK block (U+3040) means no word
+    # needs splitting: max() runs in C, the word loop below does not.
+    if text.isascii() or max(text) < "\u3040":
         return words
     out = []
     for w in words:
-        if w.isascii():
+        if w.isascii() or max(w) < "\u3040":
             out.append(w)
         else:
             _split_cjk(w, out)
