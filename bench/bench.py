@@ -192,7 +192,7 @@ def hook_argv(index_path, roots):
     return argv
 
 
-def variants_for(size, roots, index_path, pkl, oj, env, has_hook):
+def variants_for(size, roots, index_path, pkl, oj, env):
     """The measured variants of one size, floor first."""
     dq = os.path.join(HERE, "dict_query.py")
     rq = os.path.join(HERE, "rebuild_query.py")
@@ -202,10 +202,9 @@ def variants_for(size, roots, index_path, pkl, oj, env, has_hook):
         {"name": "shipped", "label": "shipped: bin/skill-retrieve (packed index)",
          "make": lambda q: ([BIN, "--index", index_path, q], None, env)},
     ]
-    if has_hook:
-        vs.append({"name": "hook", "label": "shipped: hook claude-code (stdin JSON)",
-                   "make": lambda q: (hook_argv(index_path, roots), hook_payload(q), env)})
     vs += [
+        {"name": "hook", "label": "shipped: hook claude-code (stdin JSON)",
+         "make": lambda q: (hook_argv(index_path, roots), hook_payload(q), env)},
         {"name": "pickle", "label": "pickle dict (-I -S)",
          "make": lambda q: ([PY, "-I", "-S", dq, "pickle", pkl, q], None, env)},
         {"name": "orjson", "label": "orjson dict (-I, site on)",
@@ -217,7 +216,7 @@ def variants_for(size, roots, index_path, pkl, oj, env, has_hook):
     return vs
 
 
-def agreement(size, roots, index_path, pkl, oj, env, with_baseline, has_hook):
+def agreement(size, roots, index_path, pkl, oj, env, with_baseline):
     """Top-1 ids of every query per format, and how many agree with shipped
     (for the hook: how many of its outputs name shipped's top-1 skill)."""
     shipped = []
@@ -231,13 +230,12 @@ def agreement(size, roots, index_path, pkl, oj, env, with_baseline, has_hook):
     if with_baseline:
         others["rebuild"] = [PY, "-I", os.path.join(HERE, "rebuild_query.py"), "--ids"] + list(roots) + ["--"]
     out = {"shipped_top1": shipped}
-    if has_hook:
-        hits = 0
-        for q, top1 in zip(QUERIES, shipped):
-            r = measure.run_once(hook_argv(index_path, roots), stdin=hook_payload(q), env=env)
-            text = r["out"].decode("utf-8", "replace")
-            hits += ("(%s)" % top1) in text if top1 is not None else not text.strip()
-        out["hook"] = {"agree": hits, "of": len(QUERIES)}
+    hits = 0
+    for q, top1 in zip(QUERIES, shipped):
+        r = measure.run_once(hook_argv(index_path, roots), stdin=hook_payload(q), env=env)
+        text = r["out"].decode("utf-8", "replace")
+        hits += ("(%s)" % top1) in text if top1 is not None else not text.strip()
+    out["hook"] = {"agree": hits, "of": len(QUERIES)}
     for name, argv in others.items():
         r = measure.run_once(argv, stdin=stdin, env=env)
         lines = r["out"].decode("utf-8", "replace").split("\n")
@@ -351,11 +349,10 @@ def main(argv=None):
     os.makedirs(cache, exist_ok=True)
     env = base_env(cache)
     t_start = time.time()
-    has_hook = os.path.exists(os.path.join(REPO, "retriever", "hookio.py"))
     key = source_key()
     report = {"python": PY, "version": sys.version.split()[0], "runs": runs, "sizes": sizes,
               "queries": QUERIES, "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "source_key": key,
-              "corpus_version": corpus.CORPUS_VERSION, "hook_available": has_hook, "sizes_detail": {}}
+              "corpus_version": corpus.CORPUS_VERSION, "sizes_detail": {}}
 
     log("reading the real skills in %s" % corpus.SHARED)
     skills = corpus.real_skills()
@@ -385,9 +382,9 @@ def main(argv=None):
     for size in sizes:
         roots, path, info, pkl, oj = prepared[size]
         log("size %d: %d skills indexed; checking top-1 agreement" % (size, info["header"]["n_docs"]))
-        agree = agreement(size, roots, path, pkl, oj, env, size in BASELINE_SIZES, has_hook)
+        agree = agreement(size, roots, path, pkl, oj, env, size in BASELINE_SIZES)
         log("size %d: measuring %d interleaved rounds" % (size, runs))
-        vs = variants_for(size, roots, path, pkl, oj, env, has_hook)
+        vs = variants_for(size, roots, path, pkl, oj, env)
         stats = measure.interleave(vs, runs, QUERIES, log, row_budget=args.row_budget)
         measure.fix_rss(vs, stats, QUERIES, log=log)
         detail = {"index": path, "build": info, "agreement": agree, "rows": summarise(stats, agree["shipped_top1"]),
@@ -523,8 +520,6 @@ def render(report):
             if row["unanswered"] and name != "floor":
                 bud += "  [%d runs printed nothing where shipped answers]" % row["unanswered"]
             lines.append(fmt_row(label, row, bud))
-        if "hook" not in d["rows"]:
-            lines.append("  %-44s  skipped: retriever/hookio.py does not exist yet" % "shipped: hook claude-code")
         if "rebuild" not in d["rows"]:
             lines.append("  %-44s  skipped above 3,741 skills (seconds per query)" % "rebuild every process")
         ag = d["agreement"]
@@ -539,7 +534,7 @@ def render(report):
             hp = d["inproc"]["hermes"]
             sp = d["inproc"]["search"]
             if hp is None:
-                lines.append("  in-process per turn: hermes_plugin.bench.per_turn_latency not available; "
+                lines.append("  in-process per turn: hermes_turn.per_turn_latency failed; "
                              "%s: median %.2f ms, p90 %.2f ms (store.load %.2f ms)"
                              % (sp["label"], sp["median_ms"], sp["p90_ms"], sp["load_ms"]))
             else:

@@ -22,7 +22,7 @@ sys.stdout = io.TextIOWrapper(open('/dev/null', 'wb'))
 pr = cProfile.Profile()
 t0 = time.perf_counter()
 pr.enable()
-from retriever.entry import main
+from retriever.cli.entry import main
 for q in queries:
     main(['--index', index, q])
 pr.disable()

@@ -1,7 +1,7 @@
 """In-process latency: what a long-lived agent (the Hermes plugin) pays
 per turn, with the index already open.
 
-Uses ``hermes_plugin.bench.per_turn_latency`` when that module exists;
+Uses ``hermes_turn.per_turn_latency`` when that module exists;
 otherwise times ``retriever.query.search`` on an index loaded once, and
 says so in the label.
 """
@@ -53,13 +53,10 @@ def _summarise(raw):
 
 
 def hermes_latency(index_path, roots, queries, repeat=20):
-    """Per-turn latency from the Hermes plugin's own bench hook, or None
-    when ``hermes_plugin.bench.per_turn_latency`` does not exist."""
-    try:
-        from hermes_plugin import bench as hb
-        fn = hb.per_turn_latency
-    except (ImportError, AttributeError):
-        return None
+    """Per-turn latency of the Hermes plugin's ``pre_llm_call``
+    (``hermes_turn.per_turn_latency``)."""
+    import hermes_turn
+    fn = hermes_turn.per_turn_latency
     offer = {"index_path": index_path, "index": index_path, "roots": list(roots),
              "queries": list(queries), "prompts": list(queries), "repeat": repeat,
              "runs": repeat, "n": repeat}
@@ -68,6 +65,6 @@ def hermes_latency(index_path, roots, queries, repeat=20):
     try:
         raw = fn(**kwargs)
     except Exception as exc:
-        return {"label": "hermes_plugin.bench.per_turn_latency", "error": "%s: %s" % (type(exc).__name__, exc)}
-    return {"label": "hermes_plugin.bench.per_turn_latency(%s)" % ", ".join(sorted(kwargs)),
+        return {"label": "hermes_turn.per_turn_latency", "error": "%s: %s" % (type(exc).__name__, exc)}
+    return {"label": "hermes_turn.per_turn_latency(%s)" % ", ".join(sorted(kwargs)),
             "median_ms": _summarise(raw), "raw": raw if isinstance(raw, (dict, int, float)) else repr(raw)[:300]}

@@ -12,7 +12,7 @@ import functools
 import os
 import sys
 
-from .visibility import hermes_module
+from retriever.visibility import hermes_module
 
 LISTENERS = "_skill_retrieval_listeners"
 

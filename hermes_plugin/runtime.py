@@ -19,7 +19,9 @@ import logging
 import threading
 import time
 
-from . import compact, hermes_glue, visibility
+from retriever import compact, visibility
+
+from . import hermes_glue
 
 LOGGER_NAME = "hermes_cli.plugins.skill_retrieval"
 log = logging.getLogger(LOGGER_NAME)
@@ -35,7 +37,8 @@ def compact_enabled():
 
 def revalidate_interval():
     """Seconds between freshness checks, or None when turned off."""
-    from retriever import entry, locate
+    from retriever import locate
+    from retriever.cli import entry
     raw = locate.env("SKILL_RETRIEVAL_REVALIDATE").strip().lower()
     if raw in ("off", "never", "false", "no"):
         return None
@@ -85,7 +88,7 @@ def warn_once(state, message):
 def _open(state, reason):
     """Load (building if missing, stale or for other roots) and swap in the
     index.  Logs the health line when the index in memory changes."""
-    from retriever import entry
+    from retriever.cli import entry
     with state["load_lock"]:
         roots = state["roots"] if state["roots"] is not None else hermes_glue.hermes_roots()
         t0 = time.perf_counter()
@@ -225,7 +228,7 @@ def turn_view(state, session_id, platform):
 
 def message_text(user_message):
     """The text of a user message: a str, or a list of content parts."""
-    from retriever.hookio import message_text as text_of
+    from retriever.runners.hook import message_text as text_of
     try:
         return text_of(user_message)
     except ValueError:
@@ -236,7 +239,8 @@ def retrieve(state, text, session_id="", platform=""):
     """The results injected for ``text``: the same ranking as
     ``skill-retrieve`` (top_k searched, inject_k kept), minus what Hermes
     hides from this session."""
-    from retriever import entry, query
+    from retriever import query
+    from retriever.cli import entry
     idx = ensure_index(state)
     if idx is None:
         return []
@@ -295,7 +299,7 @@ def register(ctx, key="skill-retrieval"):
 
     ``key`` names this copy's listeners on the shared Hermes wrappers.
     """
-    from retriever import entry
+    from retriever.cli import entry
     state = new_state()
     ctx.register_hook("pre_llm_call", make_pre_llm_call(state))
     compact_on = compact_enabled()

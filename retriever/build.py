@@ -148,7 +148,7 @@ def back_off(index_path, took):
     seconds is not repeated for 20 times that (8 ms at 300 skills changes
     nothing; 0.5 s at 20,000 skills means at most one check per 10 s).  The
     query path reads only the stamp's mtime, so the stamp is dated ahead."""
-    from retriever import entry
+    from retriever.cli import entry
     if locate.env("SKILL_RETRIEVAL_REVALIDATE").strip():
         return  # an explicit interval is the user's call
     stamp = entry.stamp_path(index_path)

@@ -118,7 +118,7 @@ def enabled(env=None, warn=None):
 
 def _int_setting(env, name, default, low, high, secrets):
     # Warnings go to the log only (hooks must stay quiet), redacted.
-    from retriever.entry import env_int
+    from retriever.cli.entry import env_int
     return env_int(name, default, low, high, raw=_get(env, name), warn_fn=lambda m: _warn(m, secrets))
 
 

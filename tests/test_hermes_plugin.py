@@ -19,10 +19,13 @@ from pathlib import Path
 import pytest
 
 import hermes_plugin
-from hermes_plugin import bench, compact, runtime, visibility
-from retriever import hermes_install, render
+from hermes_plugin import runtime
+from retriever import compact, render, visibility
+from retriever.runners import hermes_install
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+import hermes_turn as bench  # noqa: E402  (bench/ is not a package)
 PY = sys.executable
 CLI = REPO / "bin" / "skill-retrieve"
 HOOK = REPO / "hooks" / "hermes-pre-llm-call"
@@ -757,8 +760,6 @@ def hook_payload(message):
     ("", None),
 ], ids=["text", "parts", "irrelevant", "bad-json", "empty"])
 def test_shell_hook_wrapper(hermes_home, tmp_path, stdin, expect):
-    if not (REPO / "retriever" / "hookio.py").exists():
-        pytest.skip("retriever/hookio.py not written yet")
     cp = subprocess.run([str(HOOK)], input=stdin, capture_output=True, text=True, timeout=60,
                         env=dict(os.environ))
     assert cp.returncode == 0 and cp.stderr == ""

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import BIN, REPO, make_skill
 
-from retriever import install as inst
+from retriever.runners import install as inst
 
 JSON_RUNNERS = {"claude-code": ("UserPromptSubmit", 5), "codex": ("UserPromptSubmit", 5),
                 "gemini": ("BeforeAgent", 5000)}

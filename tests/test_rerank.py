@@ -649,7 +649,7 @@ def _tree(tmp_path):
 
 
 def test_rerank_over_a_real_index_can_change_what_is_injected(tmp_path, server_for):
-    from retriever import entry
+    from retriever.cli import entry
     from retriever.query import search
     root = _tree(tmp_path)
     idx, _ = entry.open_index([str(root)], str(tmp_path / "i.skr"), quiet=True)
@@ -749,11 +749,6 @@ def test_report_reads_the_rotated_part_on_request(tmp_path):
 
 # ------------------------------------------------- the real executable
 
-def _entry_integrated():
-    return "retriever.rerank" in (REPO / "retriever" / "entry.py").read_text() or \
-        "import rerank" in (REPO / "retriever" / "entry.py").read_text()
-
-
 def _exe_env(tmp_path, srv, **extra):
     env = base_env(tmp_path)
     env.update(TYPESAFE_API_KEY=KEY, SKILL_RETRIEVAL_RERANK_BASE_URL=srv.url + "/v1",
@@ -781,7 +776,6 @@ def test_executable_with_rerank_off_makes_no_call_and_imports_no_client(tmp_path
     assert not (tmp_path / "hermes" / "data").exists()
 
 
-@pytest.mark.skipif(not _entry_integrated(), reason="retriever.entry does not call the rerank yet")
 def test_executable_reranks_when_switched_on(tmp_path):
     root = _tree(tmp_path)
     args = ["--root", root, "--format", "json", "pdf files"]

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import assert_clean, make_skill
 
-from retriever import tokens
+from retriever.cli import tokens
 
 LONG = "Rotate kubernetes TLS certificates on every node without downtime"  # 66 chars
 

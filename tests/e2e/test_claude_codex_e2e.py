@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from retriever import install
+from retriever.runners import install
 
 from .runners import REPO_ROOT, run_claude, run_codex, write_claude_settings, write_codex_hooks
 

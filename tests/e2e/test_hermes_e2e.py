@@ -23,7 +23,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from hermes_plugin import compact
+from retriever import compact
 from retriever import render
 
 from .mockserver import MockLLM

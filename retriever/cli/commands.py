@@ -13,14 +13,14 @@ PROG = "skill-retrieve"
 
 # name -> (module, one-line help).  Modules are imported on use.
 SUBCOMMANDS = {
-    "query": ("retriever.cli", "rank skills for a query (the default subcommand)"),
-    "build": ("retriever.cli", "build the index for a set of skill roots"),
-    "hook": ("retriever.hookio", "answer a runner's prompt hook (stdin JSON in, runner JSON out)"),
-    "explain": ("retriever.explain", "show why skills rank where they do"),
-    "install": ("retriever.install", "register the hook or plugin with an agent"),
-    "uninstall": ("retriever.install", "remove what install added"),
-    "doctor": ("retriever.doctor", "check skill roots, the index and runner set-up"),
-    "tokens": ("retriever.tokens", "estimate what retrieval saves per turn"),
+    "query": ("retriever.cli.commands", "rank skills for a query (the default subcommand)"),
+    "build": ("retriever.cli.commands", "build the index for a set of skill roots"),
+    "hook": ("retriever.runners.hook", "answer a runner's prompt hook (stdin JSON in, runner JSON out)"),
+    "explain": ("retriever.cli.explain", "show why skills rank where they do"),
+    "install": ("retriever.runners.install", "register the hook or plugin with an agent"),
+    "uninstall": ("retriever.runners.install", "remove what install added"),
+    "doctor": ("retriever.cli.doctor", "check skill roots, the index and runner set-up"),
+    "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.rerank", "summarise the LLM rerank A/B log"),
 }
 
@@ -106,7 +106,8 @@ def make_parser():
 
 def run_build(args):
     """``skill-retrieve build``: index the roots and report problems."""
-    from retriever import build, entry, locate
+    from retriever import build, locate
+    from retriever.cli import entry
     # Same default as the query path, so build prepares the index queries use.
     platform = args.platform or locate.env("HERMES_PLATFORM") or None
     scope = build.resolve(args.root or None, platform, warn=build.stderr_warn)
@@ -130,7 +131,8 @@ def run_build(args):
 
 def run_query(args):
     """``skill-retrieve query`` through argparse (same behaviour as the fast path)."""
-    from retriever import entry, render
+    from retriever import render
+    from retriever.cli import entry
     opts = {"roots": args.root, "index": args.index, "k": args.k, "platform": args.platform,
             "fresh": args.fresh, "rerank": args.rerank}
     if args.k is not None and not 1 <= args.k <= 1000:

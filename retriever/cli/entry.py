@@ -336,16 +336,16 @@ def main(argv=None):
         if argv[:1] == ["hook"]:
             # A hook must never block the prompt (exit 2 does, in Claude
             # Code and Codex): a bad registered command answers empty.
-            from retriever import hookio
+            from retriever.runners import hook as hookio
             return hookio.run(argv[1] if len(argv) > 1 else "", {"error": "bad hook command line: %s" % exc})
         warn("error: %s (see skill-retrieve --help)" % exc)
         return 2
     if opts is None:
         _enable_site()
-        from retriever import cli
+        from retriever.cli import commands as cli
         return cli.main(argv)
     if opts["hook"]:
-        from retriever import hookio
+        from retriever.runners import hook as hookio
         return hookio.run(opts["hook"], opts)
     text = " ".join(opts["words"]) if opts["words"] else read_stdin()
     try:

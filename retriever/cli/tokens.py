@@ -6,7 +6,7 @@ Three numbers, each measured on the user's own library:
    block (categories, 4-space skill lines, descriptions cut to 60
    characters) and Claude Code's name + description listing;
 2. the names-only block the Hermes plugin leaves in its place
-   (``hermes_plugin.compact``);
+   (``retriever.compact``);
 3. the block injected per user message by the real retriever at
    TOP_K/INJECT_K over a set of queries: mean, p95, how often empty.
 
@@ -18,7 +18,8 @@ import math
 import os
 import sys
 
-from retriever import build, entry, locate, query, render, skills
+from retriever import build, locate, query, render, skills
+from retriever.cli import entry
 
 EST = "≈ tokens (chars/4)"
 HERMES_DESC_MAX = 60       # agent.skill_utils.extract_skill_description
@@ -128,9 +129,9 @@ def hermes_block(recs, cat_desc=None):
 
 def names_only_block(block):
     """What the Hermes plugin's middleware leaves of ``block``: names,
-    categories, its marker and its note (hermes_plugin.compact)."""
+    categories, its marker and its note (retriever.compact)."""
     try:
-        from hermes_plugin import compact
+        from retriever import compact
     except ImportError:  # an install without the plugin: same rule, inline
         return _compact_inline(block)
     return compact.compact_text(block) or block

@@ -6,9 +6,9 @@ what a Hermes turn pays once the plugin has warmed up.  Index build and
 load are excluded and reported separately.  Without Hermes installed the
 visibility filter takes its stdlib fallbacks.
 
-    from hermes_plugin import bench
-    root = bench.subset_root(["/path/to/corpora"], 300, "/tmp/skills-300")
-    print(bench.per_turn_latency([root], bench.load_queries(paths)))
+    import hermes_turn  # run from bench/
+    root = hermes_turn.subset_root(["/path/to/corpora"], 300, "/tmp/skills-300")
+    print(hermes_turn.per_turn_latency([root], hermes_turn.load_queries(paths)))
 """
 
 import os
@@ -67,7 +67,7 @@ def per_turn_latency(roots, queries, repeat=5, index_path=None):
     ``max_us`` (per call, microseconds), ``injected`` (share of queries
     that got a block), ``load_ms`` (first load, building included).
     """
-    from . import runtime
+    from hermes_plugin import runtime
     tmp = None
     if index_path is None:
         tmp = tempfile.mkdtemp(prefix="skr-bench-")

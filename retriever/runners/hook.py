@@ -315,7 +315,7 @@ def fit(runner, results):
 
 def _answer(runner, opts, text, payload):
     """``(output, index path or None)`` for a parsed payload."""
-    from retriever import entry
+    from retriever.cli import entry
     from retriever.query import search
     roots = list(opts.get("roots") or ())
     # An explicit --index answers from that index (its header names its
@@ -352,7 +352,7 @@ def _answer(runner, opts, text, payload):
     if runner == "hermes":
         # Never suggest what Hermes hides: wrong OS, inactive environment,
         # tool conditions (unknowable from a shell hook, so held back).
-        from hermes_plugin.visibility import make_view, visible
+        from retriever.visibility import make_view, visible
         view = make_view(platform or "")
         results = [r for r in results if visible(r, view)]
     results = entry.shortlist(text, results, inject_k, opts.get("rerank", False), session)
@@ -363,7 +363,7 @@ def _ready(roots, index_path):
     """The index at ``index_path`` if it loads and covers ``roots`` (the
     checks ``entry.open_index`` makes before deciding to rebuild), else None."""
     from retriever import store
-    from retriever.entry import covers
+    from retriever.cli.entry import covers
     try:
         idx = store.load(index_path)
     except store.IndexError_:
@@ -396,7 +396,7 @@ def _build_detached(runner, roots, index_path, platform, only_hermes=False):
     next prompt finds the index.  It logs the outcome itself.
     """
     import time
-    from retriever import entry
+    from retriever.cli import entry
     lock = index_path + ".building"
     holder = _lock(lock)
     if holder:  # another prompt's build is under way: wait for it instead
@@ -533,7 +533,7 @@ def run(runner, opts=None):
     """
     if opts is None and not isinstance(runner, str):
         runner, opts = _from_args(runner)
-    from retriever import entry
+    from retriever.cli import entry
     if runner not in RUNNERS:
         msg = ("no hook runner named" if not runner else "unknown hook runner %r" % runner) \
             + " (expected one of: %s)" % ", ".join(RUNNERS)

@@ -19,7 +19,7 @@ import shlex
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin", "skill-retrieve")
 
 RUNNERS = ("claude-code", "codex", "gemini", "cline", "hermes")
@@ -362,7 +362,8 @@ def _warm(runner, project, out):
     # Build the index the hook will open now, so the first prompt does not
     # pay for it under the runner's timeout.  Never fails the install.
     try:
-        from retriever import entry, hookio
+        from retriever.cli import entry
+        from retriever.runners import hook as hookio
         cwd = os.path.abspath(project) if project else os.path.expanduser("~")
         payload = {"cwd": cwd, "workspaceRoots": [cwd]}
         roots = hookio.roots_for(runner, payload)
@@ -379,7 +380,7 @@ def _hermes(command, dry_run, out):
     # Hermes gets the Python plugin, installed by retriever.hermes_install
     # (a message back on success, HermesInstallError on refusal).
     try:
-        from retriever import hermes_install
+        from retriever.runners import hermes_install
     except ImportError:
         sys.stderr.write("skill-retrieve: Hermes support (retriever/hermes_install.py) is not available "
                          "in this installation\n")

@@ -50,7 +50,8 @@ def breakdown(skill, terms, profile, n_docs, avglen, df):
 
 def run(args):
     """Print the explanation; returns the exit code."""
-    from retriever import build, entry, query, skills, store
+    from retriever import build, query, skills, store
+    from retriever.cli import entry
     text = " ".join(args.words) if args.words else entry.read_stdin()
     top_k, _ = entry.limits(args.k)
     idx, path = entry.open_index(args.root, args.index, args.platform)

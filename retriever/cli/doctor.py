@@ -19,7 +19,9 @@ import subprocess
 import sys
 import time
 
-from retriever import build, hookio, install, locate, skills, store
+from retriever import build, locate, skills, store
+from retriever.runners import hook as hookio
+from retriever.runners import install
 
 RUNNERS = ("hermes", "claude-code", "codex", "gemini", "cline")
 PROBE_RUNS = 5
@@ -344,7 +346,7 @@ def check_cline(report):
 
 def check_hermes(report):
     """Hermes: the plugin folder, plugins.enabled, or a shell hook."""
-    from retriever import hermes_install
+    from retriever.runners import hermes_install
     hh = locate.hermes_home()
     dest = os.path.join(hh, "plugins", hermes_install.PLUGIN_NAME)
     config = os.path.join(hh, "config.yaml")

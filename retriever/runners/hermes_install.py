@@ -19,7 +19,7 @@ import copy
 import os
 import shutil
 
-from retriever.install import backup, write_atomic
+from retriever.runners.install import backup, write_atomic
 
 PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT
@@ -33,7 +33,7 @@ class HermesInstallError(Exception):
 
 def repo_root():
     """The folder holding ``retriever/`` and ``hermes_plugin/``."""
-    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 def plugin_source():
