@@ -7,7 +7,7 @@ After that a turn reads ``state["idx"]`` and never touches the disk: skill
 changes are picked up by a background refresh, started by Hermes' own
 signal (``on_skill_lifecycle``, or a wrapper around
 ``clear_skills_system_prompt_cache``) and by the core freshness check
-(``entry.open_index(fresh=True)``), run at most every
+(``service.open_index`` with ``fresh``), run at most every
 ``SKILL_RETRIEVAL_REVALIDATE`` seconds (default 2; ``off`` disables it).
 
 Callbacks never raise into Hermes: a failure means no injection, one
@@ -31,19 +31,14 @@ MAX_SESSIONS = 256  # remembered sessions (tools, block names); oldest dropped
 
 def compact_enabled():
     """False when ``SKILL_RETRIEVAL_COMPACT`` is 0/false/no/off."""
-    from retriever import locate
-    return locate.env("SKILL_RETRIEVAL_COMPACT").strip().lower() not in ("0", "false", "no", "off")
+    from retriever import settings
+    return settings.get("SKILL_RETRIEVAL_COMPACT", warn=log.warning)
 
 
 def revalidate_interval():
     """Seconds between freshness checks, or None when turned off."""
-    from retriever import locate
-    from retriever.cli import entry
-    raw = locate.env("SKILL_RETRIEVAL_REVALIDATE").strip().lower()
-    if raw in ("off", "never", "false", "no"):
-        return None
-    return entry.env_float("SKILL_RETRIEVAL_REVALIDATE", entry.REVALIDATE_DEFAULT) if raw \
-        else entry.REVALIDATE_DEFAULT
+    from retriever import settings
+    return settings.get("SKILL_RETRIEVAL_REVALIDATE", warn=log.warning)
 
 
 def new_state(roots=None, index_path=None, interval="env"):
@@ -88,12 +83,13 @@ def warn_once(state, message):
 def _open(state, reason):
     """Load (building if missing, stale or for other roots) and swap in the
     index.  Logs the health line when the index in memory changes."""
-    from retriever.cli import entry
+    from retriever import service
     with state["load_lock"]:
         roots = state["roots"] if state["roots"] is not None else hermes_glue.hermes_roots()
         t0 = time.perf_counter()
         wall0 = time.time()
-        idx, path = entry.open_index(roots, state["index_path"], fresh=True, quiet=True)
+        idx, path = service.open_index({"roots": roots, "index": state["index_path"], "fresh": True,
+                                        "quiet": True})
         ms = (time.perf_counter() - t0) * 1000.0
         hdr = idx["header"]
         state["last_check"] = time.monotonic()
@@ -239,19 +235,17 @@ def retrieve(state, text, session_id="", platform=""):
     """The results injected for ``text``: the same ranking as
     ``skill-retrieve`` (top_k searched, inject_k kept), minus what Hermes
     hides from this session."""
-    from retriever import query
-    from retriever.cli import entry
+    from retriever import service
     idx = ensure_index(state)
     if idx is None:
         return []
-    top_k, inject_k = entry.limits()
-    results = query.search(idx, text, top_k)
-    if results:
-        view = turn_view(state, session_id, platform)
-        results = [r for r in results if visibility.visible(r, view)]
-    # The optional LLM rerank (SKILL_RETRIEVAL_RERANK=jev) sees only what
-    # Hermes would show; off, this is just the cut to inject_k.
-    return entry.shortlist(text, results, inject_k, session_id=session_id or None)
+    view = turn_view(state, session_id, platform)
+    # Ranked within what Hermes shows this session, so a hidden skill never
+    # takes a place, sets the floor or silences a visible match; the
+    # optional LLM rerank sees only those too.
+    results, _ = service.answer(text, {"keep": lambda r: visibility.visible(r, view),
+                                       "session_id": session_id or None, "quiet": True}, idx=idx)
+    return results
 
 
 def make_pre_llm_call(state):
@@ -299,7 +293,7 @@ def register(ctx, key="skill-retrieval"):
 
     ``key`` names this copy's listeners on the shared Hermes wrappers.
     """
-    from retriever.cli import entry
+    from retriever import settings
     state = new_state()
     ctx.register_hook("pre_llm_call", make_pre_llm_call(state))
     compact_on = compact_enabled()
@@ -330,7 +324,7 @@ def register(ctx, key="skill-retrieval"):
                   "skill changes are seen by the on-disk freshness check only, and skills with "
                   "tool conditions are offered only once the index block has been seen")
     refresh(state, "startup")  # warm up off the first turn's path
-    top_k, inject_k = entry.limits()
+    top_k, inject_k = settings.limits(warn=log.warning)
     log.info("Skill retrieval plugin registered (top_k=%d, inject_k=%d, compact=%s, signals=%s)",
              top_k, inject_k, "on" if compact_on else "off", ",".join(signals) or "none")
     return state

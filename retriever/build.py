@@ -128,39 +128,6 @@ def revalidate(index_path, profile=None, warn=None):
     return "skills changed"
 
 
-def background_revalidate(index_path):
-    """Body of the detached child the query path forks: revalidate, log
-    any rebuild, never print (stdout and stderr are /dev/null here)."""
-    try:
-        t0 = time.perf_counter()
-        reason = revalidate(index_path)
-        took = time.perf_counter() - t0
-        if reason:
-            locate.log("rebuilt %s in background (%s, %.2fs)" % (index_path, reason, took))
-        else:
-            back_off(index_path, took)
-    except Exception as exc:  # a background check must never surface
-        locate.log("background revalidation of %s failed: %s: %s" % (index_path, type(exc).__name__, exc))
-
-
-def back_off(index_path, took):
-    """Space checks out on large libraries: a check that took ``took``
-    seconds is not repeated for 20 times that (8 ms at 300 skills changes
-    nothing; 0.5 s at 20,000 skills means at most one check per 10 s).  The
-    query path reads only the stamp's mtime, so the stamp is dated ahead."""
-    from retriever.cli import entry
-    if locate.env("SKILL_RETRIEVAL_REVALIDATE").strip():
-        return  # an explicit interval is the user's call
-    stamp = entry.stamp_path(index_path)
-    delay = 20.0 * took - entry.REVALIDATE_DEFAULT
-    if delay > 0:
-        try:
-            t = time.time() + delay
-            os.utime(stamp, (t, t))
-        except OSError:
-            pass
-
-
 def stderr_warn(line):
     """Write one warning line to stderr."""
     sys.stderr.write("skill-retrieve: warning: %s\n" % line)

@@ -52,6 +52,18 @@ def idf(n_docs, df):
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def field_norm(w, b, length, avglen):
+    """What one occurrence of a term in a field of ``length`` terms adds to
+    the combined term frequency: the field weight ``w``, length-normalised
+    by ``b`` against the field's average length."""
+    return w / (1.0 - b + b * length / avglen)
+
+
+def saturate(idf_value, tfp, k1):
+    """The BM25F weight of a term with combined frequency ``tfp``."""
+    return idf_value * tfp * (k1 + 1.0) / (tfp + k1)
+
+
 def build(skills, profile):
     """Compute the BM25F index of ``skills`` under ``profile``.
 
@@ -85,11 +97,11 @@ def build(skills, profile):
         get = acc.get
         for f, (counts, length) in entry.items():
             w, b = fields[f]
-            norm = w / (1.0 - b + b * length / avglen[f])
+            norm = field_norm(w, b, length, avglen[f])
             for t, c in counts.items():
                 acc[t] = get(t, 0.0) + c * norm
         for t, tfp in acc.items():
-            postings[t].append((doc, idfs[t] * tfp * (k1 + 1.0) / (tfp + k1)))
+            postings[t].append((doc, saturate(idfs[t], tfp, k1)))
     terms = sorted(df, key=lambda t: t.encode("utf-8"))
     plist = []
     by_weight = itemgetter(1)

@@ -96,32 +96,17 @@ _PUNCT = {ord(c): " " for c in "!?.,;:'\"()[]{}-~*"}
 DEFAULT_MIN_RATIO = 0.3
 
 
-def _unit_setting(name, default):
-    from retriever import locate
-    raw = locate.env(name).strip()
-    if not raw:
-        return default
-    try:
-        v = float(raw)
-        if 0.0 <= v <= 1.0:
-            return v
-    except ValueError:
-        pass
-    import sys
-    sys.stderr.write("skill-retrieve: ignoring %s=%r (expected a number from 0 to 1); using %g\n"
-                     % (name, raw, default))
-    return default
-
-
 def min_score_setting():
     """SKILL_RETRIEVAL_MIN_SCORE (0 disables abstention); warns on junk."""
-    return _unit_setting("SKILL_RETRIEVAL_MIN_SCORE", DEFAULT_MIN_SCORE)
+    from retriever import settings
+    return settings.get("SKILL_RETRIEVAL_MIN_SCORE")
 
 
 def min_ratio_setting():
     """SKILL_RETRIEVAL_MIN_SCORE_RATIO: drop results under this share of
     the best score (0 keeps every result); warns on junk."""
-    return _unit_setting("SKILL_RETRIEVAL_MIN_SCORE_RATIO", DEFAULT_MIN_RATIO)
+    from retriever import settings
+    return settings.get("SKILL_RETRIEVAL_MIN_SCORE_RATIO")
 
 
 def confidence(idx, found, best_doc, n_terms=None):
@@ -149,16 +134,49 @@ def n_scored(terms, found):
     return len(found) + sum(1 for t in terms if t not in found and not is_cjk_token(t))
 
 
-def search(idx, text, k, min_score=None, min_ratio=None):
+def _result(idx, n, s):
+    rid, name, path, desc, vis = doc(idx, n)
+    return {"id": rid, "name": name, "path": path, "score": round(s, 6),
+            "description": desc, "vis": vis}
+
+
+def ranked(idx, acc, k, keep=None):
+    """The ``k`` best ``(skill number, score, result dict)`` triples of
+    ``acc``, best first, counting only results ``keep`` accepts (all when
+    None): a skill the caller will hide never takes a place, sets the
+    floor or decides abstention.  Candidates are read in rank order, the
+    window widening only while too few are kept."""
+    if keep is None:
+        return [(n, s, _result(idx, n, s)) for n, s in top(acc, k)]
+    out = []
+    want = k
+    seen = 0
+    while True:
+        window = top(acc, want)
+        for n, s in window[seen:]:
+            r = _result(idx, n, s)
+            if keep(r):
+                out.append((n, s, r))
+                if len(out) >= k:
+                    return out
+        if len(window) < want:
+            return out
+        seen = len(window)
+        want *= 4
+
+
+def search(idx, text, k, min_score=None, min_ratio=None, keep=None):
     """Rank skills for ``text``.  Returns a list of result dicts (id, name,
     path, score, description, vis), best first; scores are > 0.
 
-    Returns [] (abstains) for small talk and when the best match covers
-    too little of the query (``min_score``; None reads
-    SKILL_RETRIEVAL_MIN_SCORE, 0 never abstains).  Drops results scoring
-    under ``min_ratio`` of the best (None reads
-    SKILL_RETRIEVAL_MIN_SCORE_RATIO).  With both 0 it is the plain BM25
-    ranking."""
+    ``keep`` (a predicate on result dicts) limits the ranking to what the
+    caller can show: it applies before the top-``k`` cut, the relative
+    floor and abstention.  Returns [] (abstains) for small talk and when
+    the best match covers too little of the query (``min_score``; None
+    reads SKILL_RETRIEVAL_MIN_SCORE, 0 never abstains).  Drops results
+    scoring under ``min_ratio`` of the best (None reads
+    SKILL_RETRIEVAL_MIN_SCORE_RATIO).  With both 0 and no ``keep`` it is
+    the plain BM25 ranking."""
     if min_score is None:
         min_score = min_score_setting()
     if min_ratio is None:
@@ -169,17 +187,15 @@ def search(idx, text, k, min_score=None, min_ratio=None):
     if not terms:
         return []
     acc, found = score(idx, terms)
-    best = top(acc, k)
+    best = ranked(idx, acc, k, keep)
     if not best or best[0][1] <= 0.0:
         return []
     if min_score > 0 and confidence(idx, found, best[0][0], n_scored(terms, found)) < min_score:
         return []
     floor = max(0.0, best[0][1] * min_ratio)
     out = []
-    for n, s in best:
+    for _, s, r in best:
         if s <= 0.0 or s < floor:
             break
-        rid, name, path, desc, vis = doc(idx, n)
-        out.append({"id": rid, "name": name, "path": path, "score": round(s, 6),
-                    "description": desc, "vis": vis})
+        out.append(r)
     return out

@@ -39,11 +39,8 @@ PROVIDERS = {
     "typesafe": ("https://api.typesafe.ai/v1", ("TYPESAFE_API_KEY", "TYPESAFE_KEY")),
     "openrouter": ("https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)),
 }
-DEFAULT_PROVIDER = "typesafe"
 ENDPOINT = "/systemone"
-DEFAULT_MODEL = "jev-latest"
 TIMEOUT = 3.0               # seconds, total, for the one request
-DEFAULT_CANDIDATES = 12     # descriptions that may leave the machine per call
 HIGH = 0.65                 # p >= HIGH: promoted, by p descending
 LOW = 0.35                  # p <= LOW: demoted, by p ascending
 QUERY_MAX = 2000
@@ -116,10 +113,10 @@ def enabled(env=None, warn=None):
     return False
 
 
-def _int_setting(env, name, default, low, high, secrets):
+def _int_setting(env, name, secrets):
     # Warnings go to the log only (hooks must stay quiet), redacted.
-    from retriever.cli.entry import env_int
-    return env_int(name, default, low, high, raw=_get(env, name), warn_fn=lambda m: _warn(m, secrets))
+    from retriever import settings as table
+    return table.get(name, warn=lambda m: _warn(m, secrets), raw=_get(env, name))
 
 
 def secrets_in(env=None):
@@ -176,12 +173,12 @@ def settings(env=None):
     (unknown provider, no key, unusable base URL).
     """
     secrets = secrets_in(env)
-    provider = _get(env, "SKILL_RETRIEVAL_RERANK_PROVIDER").strip().lower() or DEFAULT_PROVIDER
+    from retriever import settings as table
+    provider = table.get("SKILL_RETRIEVAL_RERANK_PROVIDER", raw=_get(env, "SKILL_RETRIEVAL_RERANK_PROVIDER")).lower()
     cfg = {
         "provider": provider,
-        "model": _get(env, "SKILL_RETRIEVAL_RERANK_MODEL").strip() or DEFAULT_MODEL,
-        "candidates": _int_setting(env, "SKILL_RETRIEVAL_RERANK_CANDIDATES", DEFAULT_CANDIDATES,
-                                   1, 1000, secrets),
+        "model": table.get("SKILL_RETRIEVAL_RERANK_MODEL", raw=_get(env, "SKILL_RETRIEVAL_RERANK_MODEL")),
+        "candidates": _int_setting(env, "SKILL_RETRIEVAL_RERANK_CANDIDATES", secrets),
         "log": log_path(env),
         "url": None,
         "key": "",
@@ -624,148 +621,3 @@ def append_log(path, record, secrets=()):
             os.close(fd)
     except Exception as exc:
         _warn("rerank: cannot write the A/B log %s (%s)" % (path, type(exc).__name__), secrets)
-
-
-# ----------------------------------------------------------------- report
-
-def read_log(paths):
-    """``(records, unreadable_lines)`` from JSONL files (missing ones skipped)."""
-    from retriever import jsonlite
-    records = []
-    bad = 0
-    for p in paths:
-        try:
-            f = open(p, "rb")
-        except FileNotFoundError:
-            continue
-        with f:
-            for raw in f:
-                if not raw.strip():
-                    continue
-                try:
-                    rec = jsonlite.loads(raw.decode("utf-8"))
-                except Exception:
-                    rec = None
-                if isinstance(rec, dict):
-                    records.append(rec)
-                else:
-                    bad += 1
-    return records, bad
-
-
-def percentile(values, q):
-    """Nearest-rank percentile (``q`` in 0..100) of a non-empty list."""
-    v = sorted(values)
-    k = max(1, -(-len(v) * q // 100))  # ceil(n * q / 100), at least 1
-    return v[int(min(k, len(v))) - 1]
-
-
-def displacement(rec):
-    """Mean |rank change| over the reranked skills of one successful call."""
-    bm25 = {s: i for i, s in enumerate(rec.get("bm25_order") or ())}
-    moves = [abs(i - bm25[s]) for i, s in enumerate(rec.get("jev_order") or ()) if s in bm25]
-    return sum(moves) / len(moves) if moves else None
-
-
-def summarise(records):
-    """The report's figures as a dict (see ``format_report``)."""
-    calls = len(records)
-    ok = [r for r in records if not r.get("fallback_reason")]
-    reasons = {}
-    for r in records:
-        if r.get("fallback_reason"):
-            reasons[str(r["fallback_reason"])] = reasons.get(str(r["fallback_reason"]), 0) + 1
-    flips = sum(1 for r in ok if r.get("rank1_flip") is True)
-    disp = [d for d in (displacement(r) for r in ok) if d is not None]
-    lat_all = [float(r["latency_ms"]) for r in records if _number_any(r.get("latency_ms"))]
-    lat_ok = [float(r["latency_ms"]) for r in ok if _number_any(r.get("latency_ms"))]
-    tokens = [r["input_tokens"] for r in records
-              if isinstance(r.get("input_tokens"), int) and not isinstance(r.get("input_tokens"), bool)]
-
-    def rate(n, d):
-        return n / d if d else None
-
-    return {
-        "calls": calls,
-        "ok": len(ok),
-        "fallbacks": calls - len(ok),
-        "fallback_rate": rate(calls - len(ok), calls),
-        "fallback_by_reason": {k: {"count": v, "rate": rate(v, calls)}
-                               for k, v in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))},
-        "rank1_flips": flips,
-        "rank1_flip_rate": rate(flips, len(ok)),
-        "mean_displacement": sum(disp) / len(disp) if disp else None,
-        "latency_ms": {
-            "p50": percentile(lat_all, 50) if lat_all else None,
-            "p95": percentile(lat_all, 95) if lat_all else None,
-            "ok_p50": percentile(lat_ok, 50) if lat_ok else None,
-            "ok_p95": percentile(lat_ok, 95) if lat_ok else None,
-        },
-        "input_tokens": {
-            "total": sum(tokens),
-            "calls_reporting": len(tokens),
-            "mean": sum(tokens) / len(tokens) if tokens else None,
-        },
-    }
-
-
-def _number_any(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x
-
-
-def format_report(s, source, bad=0):
-    """The human-readable report for a ``summarise`` dict."""
-    def pct(x):
-        return "-" if x is None else "%.1f%%" % (100.0 * x)
-
-    def num(x, fmt="%.0f"):
-        return "-" if x is None else fmt % x
-
-    lines = ["rerank A/B log: %s" % source]
-    if bad:
-        lines.append("unreadable lines skipped: %d" % bad)
-    lines.append("calls: %d (reranked %d, fell back %d)" % (s["calls"], s["ok"], s["fallbacks"]))
-    lines.append("fallback rate: %s" % pct(s["fallback_rate"]))
-    for reason, c in s["fallback_by_reason"].items():
-        lines.append("  %-16s %d (%s)" % (reason, c["count"], pct(c["rate"])))
-    lines.append("rank-1 flip rate: %s (%d of %d reranked calls)"
-                 % (pct(s["rank1_flip_rate"]), s["rank1_flips"], s["ok"]))
-    lines.append("mean displacement: %s positions per reranked skill"
-                 % num(s["mean_displacement"], "%.2f"))
-    lat = s["latency_ms"]
-    lines.append("latency ms: p50 %s, p95 %s (all calls); p50 %s, p95 %s (reranked calls)"
-                 % (num(lat["p50"]), num(lat["p95"]), num(lat["ok_p50"]), num(lat["ok_p95"])))
-    tok = s["input_tokens"]
-    lines.append("input tokens: %d total, mean %s per call (%d calls reported usage)"
-                 % (tok["total"], num(tok["mean"]), tok["calls_reporting"]))
-    return "\n".join(lines) + "\n"
-
-
-def add_arguments(parser):
-    """``rerank-report [LOG] [--rotated] [--json]``."""
-    parser.add_argument("log", nargs="?", metavar="LOG",
-                        help="the A/B log (default $SKILL_RETRIEVAL_RERANK_LOG or "
-                             "$HERMES_HOME/data/jev-trial/rerank_ab_log.jsonl)")
-    parser.add_argument("--rotated", action="store_true", help="also read LOG.1, the rotated part")
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-
-
-def run(args):
-    """Print the report; exit 1 when the log does not exist."""
-    import os
-    import sys
-    path = locate.abspath(args.log) if args.log else log_path()
-    paths = ([path + ".1"] if args.rotated else []) + [path]
-    if not any(os.path.exists(p) for p in paths):
-        sys.stderr.write("skill-retrieve: no rerank A/B log at %s (rerank is off, or has not run yet)\n"
-                         % path)
-        return 1
-    records, bad = read_log(paths)
-    s = summarise(records)
-    if args.json:
-        from retriever import jsonlite
-        s = dict(s, log=path, unreadable_lines=bad)
-        sys.stdout.write(jsonlite.dumps(s) + "\n")
-    else:
-        sys.stdout.write(format_report(s, path, bad))
-    return 0

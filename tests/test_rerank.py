@@ -649,10 +649,10 @@ def _tree(tmp_path):
 
 
 def test_rerank_over_a_real_index_can_change_what_is_injected(tmp_path, server_for):
-    from retriever.cli import entry
+    from retriever import service
     from retriever.query import search
     root = _tree(tmp_path)
-    idx, _ = entry.open_index([str(root)], str(tmp_path / "i.skr"), quiet=True)
+    idx, _ = service.open_index({"roots": [str(root)], "index": str(tmp_path / "i.skr"), "quiet": True})
     query = "merge the pdf files and fill the pdf form"
     bm25 = search(idx, query, 6)
     assert len(bm25) >= 3
@@ -694,9 +694,10 @@ def _write_fixed_log(path):
 def test_report_figures_on_a_fixed_log(tmp_path):
     log = tmp_path / "ab.jsonl"
     _write_fixed_log(log)
-    records, bad = rerank.read_log([str(log)])
+    from retriever.cli import rerank_report
+    records, bad = rerank_report.read_log([str(log)])
     assert bad == 1
-    s = rerank.summarise(records)
+    s = rerank_report.summarise(records)
     assert s["calls"] == 6 and s["ok"] == 4 and s["fallbacks"] == 2
     assert s["fallback_rate"] == pytest.approx(2 / 6)
     assert s["fallback_by_reason"] == {"http_500": {"count": 1, "rate": pytest.approx(1 / 6)},

@@ -1,28 +1,20 @@
 """The full command line: help, every subcommand, argparse.
 
-The query form has a hand-written fast path in ``retriever.entry``; this
-module parses the same grammar for ``--help`` and for the other
-subcommands.  Each subcommand lives in its own module, imported only when
-it runs, exposing ``add_arguments(parser)`` and ``run(args) -> exit code``.
+The query form has a hand-written fast path in ``retriever.cli.entry``;
+this module parses the same grammar for ``--help`` and for the other
+subcommands.  Each subcommand lives in its own module (the table in
+``retriever.cli``), exposing ``add_arguments(parser)`` and
+``run(args) -> exit code``, and only the module of the subcommand that
+runs is imported: ``build`` does not load doctor, install or the rerank.
 """
 
 import argparse
 import sys
 
-PROG = "skill-retrieve"
+from retriever import settings
+from retriever.cli import SUBCOMMANDS
 
-# name -> (module, one-line help).  Modules are imported on use.
-SUBCOMMANDS = {
-    "query": ("retriever.cli.commands", "rank skills for a query (the default subcommand)"),
-    "build": ("retriever.cli.commands", "build the index for a set of skill roots"),
-    "hook": ("retriever.runners.hook", "answer a runner's prompt hook (stdin JSON in, runner JSON out)"),
-    "explain": ("retriever.cli.explain", "show why skills rank where they do"),
-    "install": ("retriever.runners.install", "register the hook or plugin with an agent"),
-    "uninstall": ("retriever.runners.install", "remove what install added"),
-    "doctor": ("retriever.cli.doctor", "check skill roots, the index and runner set-up"),
-    "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
-    "rerank-report": ("retriever.rerank", "summarise the LLM rerank A/B log"),
-}
+PROG = "skill-retrieve"
 
 DESCRIPTION = """\
 Rank a skill library for one message with BM25 and print the few relevant
@@ -33,21 +25,21 @@ skills, or nothing when none is relevant.
   skill-retrieve build --root ~/skills
 """
 
-EPILOG = """\
-environment:
-  SKILL_RETRIEVAL_TOP_K      shortlist size (default 6)
-  SKILL_RETRIEVAL_INJECT_K   how many of the shortlist are printed (default: TOP_K)
-  SKILL_RETRIEVAL_MIN_SCORE  abstain below this query coverage, 0..1 (default 0.3; 0 never abstains)
-  SKILL_RETRIEVAL_MIN_SCORE_RATIO  drop results under this share of the best score (default 0.3)
-  SKILL_RETRIEVAL_REVALIDATE seconds between background freshness checks (default 2; off to disable)
-  SKILL_RETRIEVAL_HOOK_WAIT  seconds a hook waits for a first index build (default 3)
-  SKILL_RETRIEVAL_RERANK     jev to rerank the shortlist with an LLM (off by default; see README)
-  XDG_CACHE_HOME             index cache folder parent (default ~/.cache)
-  HERMES_HOME                Hermes home for the default roots and config.yaml (default ~/.hermes)
-  HERMES_PLATFORM            platform for skills.platform_disabled
+EPILOG = settings.help_text() + """
+
+-k is a maximum: fewer skills come back when fewer match well enough (the
+relative floor and abstention above), and none for small talk.
 
 exit status: 0 on success (also when nothing matched), 2 on a usage error.
 """
+
+
+def k_type(raw):
+    """argparse ``type`` for -k: the one rule, ``settings.k_value``."""
+    try:
+        return settings.k_value(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_scope(p):
@@ -60,7 +52,9 @@ def _add_scope(p):
 
 def _add_query_args(p):
     _add_scope(p)
-    p.add_argument("-k", type=int, metavar="N", help="number of skills printed (default $SKILL_RETRIEVAL_INJECT_K or 6)")
+    p.add_argument("-k", type=k_type, metavar="N",
+                   help="most skills printed (default $SKILL_RETRIEVAL_INJECT_K or 6); fewer come back "
+                        "when fewer match well")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: the block injected into prompts; json: one object for pipes")
     p.add_argument("--fresh", action="store_true",
@@ -78,8 +72,9 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def make_parser():
-    """The argparse parser with every subcommand."""
+def make_parser(command=None):
+    """The argparse parser.  Every subcommand is listed; only ``command``'s
+    module is imported to add its arguments (all of them when None)."""
     parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     from retriever import __version__
@@ -96,6 +91,8 @@ def make_parser():
             p.add_argument("--quiet", "-q", action="store_true", help="do not list problem files")
         else:
             p.set_defaults(_module=mod)
+            if command is not None and name != command:
+                continue
             try:
                 module = __import__(mod, fromlist=["add_arguments"])
                 module.add_arguments(p)
@@ -106,12 +103,11 @@ def make_parser():
 
 def run_build(args):
     """``skill-retrieve build``: index the roots and report problems."""
-    from retriever import build, locate
-    from retriever.cli import entry
+    from retriever import build, locate, service
     # Same default as the query path, so build prepares the index queries use.
     platform = args.platform or locate.env("HERMES_PLATFORM") or None
     scope = build.resolve(args.root or None, platform, warn=build.stderr_warn)
-    path = locate.abspath(args.index) if args.index else locate.default_index_path(args.root, platform)
+    path = service.index_path({"index": args.index, "roots": args.root, "platform": platform})
     for folder in scope["missing"]:
         sys.stderr.write("skill-retrieve: warning: %s: no such folder\n" % folder)
     if not scope["roots"]:
@@ -119,7 +115,7 @@ def run_build(args):
                          % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, .agents/skills)"))
     header, problems = build.build(scope, path, args.profile,
                                    warn=None if args.quiet else build.stderr_warn)
-    entry.touch_stamp(path)
+    service.touch_stamp(path)
     counts = header["counts"]
     shadowed = sum(c["shadowed"] for c in counts.values())
     disabled = sum(c["disabled"] for c in counts.values())
@@ -131,18 +127,15 @@ def run_build(args):
 
 def run_query(args):
     """``skill-retrieve query`` through argparse (same behaviour as the fast path)."""
-    from retriever import render
-    from retriever.cli import entry
+    from retriever import render, service
+    from retriever.service import read_stdin, write_out
     opts = {"roots": args.root, "index": args.index, "k": args.k, "platform": args.platform,
             "fresh": args.fresh, "rerank": args.rerank}
-    if args.k is not None and not 1 <= args.k <= 1000:
-        sys.stderr.write("skill-retrieve: error: -k must be from 1 to 1000 (see skill-retrieve --help)\n")
-        return 2
-    text = " ".join(args.words) if args.words else entry.read_stdin()
-    results, path = entry.answer(text, opts)
+    text = " ".join(args.words) if args.words else read_stdin()
+    results, path = service.answer(text, opts)
     out = render.json_doc(text, results) if args.format == "json" else render.text_block(results)
-    entry.write_out(out)
-    entry.maybe_revalidate(path)
+    write_out(out)
+    service.maybe_revalidate(path)
     return 0
 
 
@@ -151,7 +144,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
         argv = ["query"] + argv
-    parser = make_parser()
+    parser = make_parser(argv[0] if argv[0] in SUBCOMMANDS else "")
     args = parser.parse_args(argv)
     try:
         if args.command == "query":

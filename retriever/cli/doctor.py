@@ -19,11 +19,12 @@ import subprocess
 import sys
 import time
 
-from retriever import build, locate, skills, store
+from retriever import build, locate, service, skills, store
 from retriever.runners import hook as hookio
 from retriever.runners import install
 
-RUNNERS = ("hermes", "claude-code", "codex", "gemini", "cline")
+from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
+
 PROBE_RUNS = 5
 PROBE_TIMEOUT = 20
 
@@ -149,7 +150,7 @@ def _build_cmd(path, roots=None):
     """The build command that writes ``path`` (a default cache path is
     keyed by the roots, so naming them is enough)."""
     flags = "".join(" --root %s" % shlex.quote(r) for r in roots or ())
-    if roots and path == locate.default_index_path(list(roots), locate.env("HERMES_PLATFORM") or None):
+    if roots and path == service.index_path({"roots": list(roots)}):
         return "skill-retrieve build" + flags
     return "skill-retrieve build%s --index %s" % (flags, shlex.quote(path))
 
@@ -161,7 +162,7 @@ def _our_commands(data, runner):
     """Commands of our handlers in a parsed settings object (install.py
     keeps its own walk private)."""
     hooks = data.get("hooks") if isinstance(data, dict) else None
-    groups = hooks.get(install.EVENTS[runner]) if isinstance(hooks, dict) else None
+    groups = hooks.get(RECORDS[runner]["event"]) if isinstance(hooks, dict) else None
     out = []
     for g in groups if isinstance(groups, list) else ():
         hs = g.get("hooks") if isinstance(g, dict) else None
@@ -270,7 +271,7 @@ def _pth_files(python):
 
 
 def check_json_runner(report, runner):
-    """claude-code, codex, gemini: the hook entry in the settings file."""
+    """A runner with a JSON settings file: our handler under its event."""
     path = install.settings_path(runner)
     info = {"runner": runner, "settings": path, "installed": False, "enabled": False}
     try:
@@ -300,16 +301,14 @@ def check_json_runner(report, runner):
         return info
     info["installed"] = info["enabled"] = True
     info["state"] = "installed"
-    if runner == "gemini":
-        hc = data.get("hooksConfig")
-        if isinstance(hc, dict) and hc.get("enabled") is False:
+    for key, off, fix in RECORDS[runner]["switches"]:
+        value = data
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is off:
             info["enabled"] = False
-            _finding(report, "error", "gemini: hooksConfig.enabled is false in %s, so the hook never runs"
-                     % path, "set \"hooksConfig\": {\"enabled\": true} in %s" % path)
-    if runner == "claude-code" and data.get("disableAllHooks") is True:
-        info["enabled"] = False
-        _finding(report, "error", "claude-code: disableAllHooks is true in %s" % path,
-                 "remove \"disableAllHooks\" from %s" % path)
+            _finding(report, "error", "%s: %s is %s in %s, so the hook never runs"
+                     % (runner, key, json.dumps(off), path), fix % path)
     if len(cmds) > 1:
         _finding(report, "warn", "%s: %d skill-retrieve hooks in %s; each prompt runs all of them"
                  % (runner, len(cmds), path), "skill-retrieve install %s  (keeps one)" % runner)
@@ -317,30 +316,34 @@ def check_json_runner(report, runner):
     return info
 
 
-def check_cline(report):
-    """Cline: an executable file named UserPromptSubmit."""
-    path = install.settings_path("cline")
-    info = {"runner": "cline", "settings": path, "installed": False, "enabled": False}
+def check_script(report, runner):
+    """A runner that runs or loads a file of ours (Cline: an executable
+    named UserPromptSubmit; OpenCode: a JS plugin)."""
+    path = install.settings_path(runner)
+    info = {"runner": runner, "settings": path, "installed": False, "enabled": False}
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
         info["state"] = "not installed"
         return info
-    if not install.is_ours(text, "cline"):
-        info["state"] = "not installed (another UserPromptSubmit hook is there)"
+    if not install.is_ours(text, runner):
+        info["state"] = "not installed (another file is there)"
         return info
     info["installed"] = True
     info["state"] = "installed"
-    info["enabled"] = os.access(path, os.X_OK)
+    runs_file = bool(RECORDS[runner]["install"][4] & 0o111)
+    info["enabled"] = os.access(path, os.X_OK) or not runs_file
     if not info["enabled"]:
-        _finding(report, "error", "cline: %s is not executable, so Cline cannot run it" % path,
+        _finding(report, "error", "%s: %s is not executable, so %s cannot run it" % (runner, path, runner),
                  "chmod +x %s" % shlex.quote(path))
-    line = [l for l in text.splitlines() if l.startswith("exec ")]
-    cmd = line[0][5:] if line else ""
-    info["hook"] = check_command(report, "cline", cmd, path)
-    if info["hook"].get("argv"):
-        info["hook"]["spawn"] = [path]  # Cline runs the file itself
+    line = [l for l in text.splitlines() if l.startswith(("exec ", "// command: "))]
+    cmd = line[0].split(" ", 1)[1] if line else ""
+    if cmd.startswith("command: "):
+        cmd = cmd[len("command: "):]
+    info["hook"] = check_command(report, runner, cmd, path)
+    if info["hook"].get("argv") and runs_file:
+        info["hook"]["spawn"] = [path]  # the runner runs the file itself
     return info
 
 
@@ -401,16 +404,14 @@ def _names(v):
 
 
 def _payload(runner, query, cwd):
-    if runner == "cline":
-        return {"hookName": "UserPromptSubmit", "taskId": "doctor", "workspaceRoots": [cwd],
-                "userPromptSubmit": {"prompt": query, "attachments": []}}
-    if runner == "hermes":
-        return {"hook_event_name": "pre_llm_call", "session_id": "doctor", "cwd": cwd,
-                "extra": {"user_message": query}}
-    p = {"session_id": "doctor", "cwd": cwd, "prompt": query, "transcript_path": None,
-         "hook_event_name": "BeforeAgent" if runner == "gemini" else "UserPromptSubmit"}
-    if runner == "codex":
-        p.update(turn_id="doctor", model="doctor", permission_mode="default")
+    """The runner's sample stdin with ``query`` where it puts the prompt."""
+    rec = RECORDS[runner]
+    p = dict(rec["payload"], cwd=cwd, workspaceRoots=[cwd])
+    node = p
+    keys = rec["prompt"]
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = query
     return p
 
 
@@ -508,10 +509,11 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
     # Runners first: they decide which roots and indexes matter.
     for r in selected:
         try:
-            if r == "hermes":
+            how = install.kind(r)
+            if how == "hermes":
                 info = check_hermes(report)
-            elif r == "cline":
-                info = check_cline(report)
+            elif how == "script":
+                info = check_script(report, r)
             else:
                 info = check_json_runner(report, r)
         except Exception as exc:  # a doctor must report, not crash
@@ -524,7 +526,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
                  "skill-retrieve install %s" % runner)
     elif runner == "all" and not installed:
         _finding(report, "warn", "no runner is set up; retrieval works from the command line only",
-                 "skill-retrieve install claude-code  (or codex, gemini, cline, hermes)")
+                 "skill-retrieve install claude-code  (or %s)" % ", ".join(r for r in RUNNERS if r != "claude-code"))
 
     # Skill roots: the explicit ones, else every folder a selected runner reads.
     if roots:
@@ -554,22 +556,21 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
     # Index files: the one asked for, else the CLI's and each runner's.
     idx_users, idx_roots = {}, {}
     if index or roots:
-        path = locate.abspath(index) if index else locate.default_index_path(list(roots), platform)
+        path = service.index_path({"index": index, "roots": list(roots), "platform": platform})
         idx_users.setdefault(path, []).append("this command")
         idx_roots[path] = [locate.abspath(r) for r in roots]
     else:
-        cli_path = locate.default_index_path([], platform)
+        cli_path = service.index_path({"platform": platform})
         if os.path.exists(cli_path) or not installed:
             idx_users.setdefault(cli_path, []).append("command line")
         for info in installed:
             hook = info.get("hook") or {}
             h_roots, h_index = _hook_opts(hook.get("argv") or [])
-            if h_index:
-                path = locate.abspath(h_index)
-            elif info["runner"] == "hermes":
-                path = locate.default_index_path(h_roots, platform)
-            else:
-                path = locate.default_index_path(h_roots or info.get("roots") or [], platform)
+            hermes = info["runner"] == "hermes"
+            # The same request the hook makes, so the same path.
+            path = service.index_path({"index": h_index, "platform": platform,
+                                       "roots": h_roots or ([] if hermes else info.get("roots") or []),
+                                       "only_hermes": hermes and not h_roots})
             info["index"] = path
             if h_roots or info.get("roots") or info["runner"] == "hermes":
                 idx_users.setdefault(path, []).append(info["runner"])

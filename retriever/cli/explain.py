@@ -9,13 +9,15 @@ analyzer, weights and IDF as the index, so the numbers add up to the scores
 
 import sys
 
+from retriever.cli.commands import k_type
+
 
 def add_arguments(p):
     """Arguments of ``explain``."""
     p.add_argument("--root", action="append", default=[], metavar="DIR", help="skill folder (repeatable)")
     p.add_argument("--index", metavar="FILE", help="index file (default: per-user cache)")
     p.add_argument("--platform", metavar="NAME", help="Hermes platform")
-    p.add_argument("-k", type=int, default=None, metavar="N", help="how many results to explain (default TOP_K)")
+    p.add_argument("-k", type=k_type, default=None, metavar="N", help="how many results to explain (default TOP_K)")
     p.add_argument("--skill", action="append", default=[], metavar="ID_OR_NAME",
                    help="also explain this skill, ranked or not (repeatable)")
     p.add_argument("words", nargs="*", metavar="WORDS", help="the query; read from stdin when absent")
@@ -39,22 +41,22 @@ def breakdown(skill, terms, profile, n_docs, avglen, df):
             if not c:
                 continue
             w, b = profile["fields"][f]
-            parts[f] = c * w / (1.0 - b + b * len(toks) / avglen[f])
+            parts[f] = c * index.field_norm(w, b, len(toks), avglen[f])
         tfp = sum(parts.values())
         if not tfp:
             continue
-        weight = index.idf(n_docs, df.get(t, 0)) * tfp * (k1 + 1.0) / (tfp + k1)
+        weight = index.saturate(index.idf(n_docs, df.get(t, 0)), tfp, k1)
         out[t] = {"total": weight, "fields": {f: weight * v / tfp for f, v in parts.items()}}
     return out
 
 
 def run(args):
     """Print the explanation; returns the exit code."""
-    from retriever import build, query, skills, store
-    from retriever.cli import entry
-    text = " ".join(args.words) if args.words else entry.read_stdin()
-    top_k, _ = entry.limits(args.k)
-    idx, path = entry.open_index(args.root, args.index, args.platform)
+    from retriever import build, query, service, settings, skills, store
+    from retriever.service import read_stdin
+    text = " ".join(args.words) if args.words else read_stdin()
+    top_k, _ = settings.limits(args.k)
+    idx, path = service.open_index({"roots": args.root, "index": args.index, "platform": args.platform})
     hdr = idx["header"]
     profile = {"k1": hdr["params"]["k1"], "fields": hdr["params"]["fields"],
                "analyzer": hdr["params"]["analyzer"]}

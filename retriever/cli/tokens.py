@@ -14,12 +14,11 @@ Tokens are estimated as characters / 4 and labelled so.  Cold path.
 """
 
 import json
-import math
 import os
 import sys
 
-from retriever import build, locate, query, render, skills
-from retriever.cli import entry
+from retriever import build, locate, query, render, service, settings, skills
+from retriever.cli.stats import percentile
 
 EST = "≈ tokens (chars/4)"
 HERMES_DESC_MAX = 60       # agent.skill_utils.extract_skill_description
@@ -178,14 +177,6 @@ def load_queries(path):
     return out
 
 
-def percentile(values, p):
-    """Nearest-rank percentile of ``values`` (0 for an empty list)."""
-    if not values:
-        return 0
-    s = sorted(values)
-    return s[max(0, min(len(s) - 1, int(math.ceil(p / 100.0 * len(s))) - 1))]
-
-
 def injections(idx, queries, top_k, inject_k):
     """Characters injected per query: the retrieved block, as the hooks
     and the Hermes plugin render it ("" when nothing is relevant)."""
@@ -208,12 +199,13 @@ def measure(roots=(), index=None, queries=None, platform=None):
     block = hermes_block(listed, _category_descriptions(scope["roots"]))
     names = names_only_block(block)
     claude = claude_listing(recs)
-    top_k, inject_k = entry.limits()
+    top_k, inject_k = settings.limits()
     queries = list(queries or DEFAULT_QUERIES)
     inj = []
     index_path = None
     if recs:
-        idx, index_path = entry.open_index(list(roots), index, platform, quiet=True)
+        idx, index_path = service.open_index({"roots": list(roots), "index": index, "platform": platform,
+                                              "quiet": True})
         inj = injections(idx, queries, top_k, inject_k)
     mean = sum(inj) / len(inj) if inj else 0.0
     return {
@@ -228,7 +220,7 @@ def measure(roots=(), index=None, queries=None, platform=None):
         "claude_listing_chars": len(claude),
         "claude_over_budget": len(claude) > CLAUDE_BUDGET,
         "names_only_chars": len(names),
-        "injection_chars": {"mean": round(mean, 1), "p95": percentile(inj, 95),
+        "injection_chars": {"mean": round(mean, 1), "p95": percentile(inj, 95) or 0,
                             "max": max(inj) if inj else 0,
                             "empty": sum(1 for n in inj if n == 0)},
         "net_saving_chars": round(len(block) - (len(names) + mean), 1),

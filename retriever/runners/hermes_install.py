@@ -19,7 +19,7 @@ import copy
 import os
 import shutil
 
-from retriever.runners.install import backup, write_atomic
+from retriever.fileutil import backup, write_atomic
 
 PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT

@@ -13,7 +13,7 @@ unknown runner name, a registration mistake, is reported there) and on any
 error prints only what the runner requires (nothing, ``{}`` for Gemini,
 ``{"cancel": false}`` for Cline), logging one line via ``locate.log``.
 
-Hot path: runs under ``python -I -S`` right after ``retriever.entry``, so it
+Hot path: runs under ``python -I -S`` right after ``retriever.cli.entry``, so it
 imports only built-in modules and the query path (no json, re, os).
 """
 
@@ -21,13 +21,10 @@ import posix
 import sys
 
 from retriever import locate
+from retriever.service import read_stdin, write_out
+from retriever.runners.registry import NAMES as RUNNERS, get as runner_record
 
-RUNNERS = ("claude-code", "codex", "gemini", "cline", "hermes")
-# Claude Code and Hermes cut anything over 10,000 characters down to a
-# preview; stay strictly below that for every runner.
-MAX_OUTPUT = 10000
 _MAX_ANCESTORS = 40
-DEFAULT_BUILD_WAIT = 3.0
 
 
 # ---------------------------------------------------------------- payload
@@ -39,20 +36,12 @@ def prompt_of(runner, payload):
     Raises ValueError naming the missing field when the payload does not
     carry one where ``runner`` puts it.
     """
-    if runner == "cline":
-        ups = payload.get("userPromptSubmit")
-        if not isinstance(ups, dict) or "prompt" not in ups:
-            raise ValueError("payload has no userPromptSubmit.prompt")
-        value = ups["prompt"]
-    elif runner == "hermes":
-        extra = payload.get("extra")
-        if not isinstance(extra, dict) or "user_message" not in extra:
-            raise ValueError("payload has no extra.user_message")
-        value = extra["user_message"]
-    else:
-        if "prompt" not in payload:
-            raise ValueError("payload has no prompt")
-        value = payload["prompt"]
+    keys = runner_record(runner)["prompt"]
+    value = payload
+    for n, key in enumerate(keys):
+        if not isinstance(value, dict) or key not in value:
+            raise ValueError("payload has no %s" % ".".join(keys[:n + 1]))
+        value = value[key]
     return message_text(value)
 
 
@@ -200,51 +189,52 @@ def claude_plugin_skill_dirs(config_dir, projects=()):
     return out
 
 
-def roots_for(runner, payload):
-    """The skill folders ``runner`` reads for this payload, existing ones
-    only, in precedence order (earlier wins a name clash).  Hermes returns
-    ``[]``: the default roots, which include Hermes' own config rules."""
-    home = locate.home()
-    if runner == "claude-code":
-        cfg = _claude_config_dir()
-        projects = project_dirs(_payload_cwd(payload, "CLAUDE_PROJECT_DIR"))
-        started = locate.env("CLAUDE_PROJECT_DIR")
-        if started and locate.abspath(started) not in projects:
-            projects.append(locate.abspath(started))
-        paths = [cfg + "/skills"]
-        paths += [d + "/.claude/skills" for d in projects]
-        paths += claude_plugin_skill_dirs(cfg, projects)
-        paths += [d + "/.agents/skills" for d in projects]
-        paths.append(home + "/.agents/skills")
-    elif runner == "codex":
-        projects = project_dirs(_payload_cwd(payload))
-        paths = [d + "/.agents/skills" for d in projects]
-        paths.append(home + "/.agents/skills")
-        paths.append(locate.abspath(locate.env("CODEX_HOME") or "~/.codex") + "/skills")
-        paths.append("/etc/codex/skills")
-    elif runner == "gemini":
-        projects = [_payload_cwd(payload, "GEMINI_PROJECT_DIR")]
-        started = locate.env("GEMINI_PROJECT_DIR")
-        if started and started not in projects:
-            projects.append(started)
-        paths = []
-        for d in projects:
-            paths += [d + "/.agents/skills", d + "/.gemini/skills"]
-        paths += [home + "/.agents/skills", home + "/.gemini/skills"]
-    elif runner == "cline":
+def _projects(how, env_name, payload):
+    """The project folders a runner reads, nearest first."""
+    if how == "workspace":  # Cline names its workspace roots
         ws = payload.get("workspaceRoots")
-        projects = []
+        out = []
         for w in ws if isinstance(ws, list) else []:
             if isinstance(w, dict):
                 w = w.get("path") or w.get("fsPath")
             if isinstance(w, str) and w.startswith("/"):
-                projects.append(w)
-        paths = []
-        for d in projects:
-            paths += [d + "/.cline/skills", d + "/.clinerules/skills", d + "/.claude/skills"]
-        paths.append(home + "/.cline/skills")
-    else:
+                out.append(w)
+        return out
+    if how == "none":
         return []
+    cwd = _payload_cwd(payload, env_name)
+    projects = project_dirs(cwd) if how == "ancestors" else [locate.abspath(cwd)]
+    started = locate.env(env_name) if env_name else ""
+    if started and locate.abspath(started) not in projects:
+        projects.append(locate.abspath(started))
+    return projects
+
+
+def _user_dir(env_name, default, sub):
+    base = locate.env(env_name) if env_name else ""
+    return locate.abspath(base or default) + ("/" + sub if sub else "")
+
+
+def roots_for(runner, payload):
+    """The skill folders ``runner`` reads for this payload, existing ones
+    only, in precedence order (earlier wins a name clash), as its registry
+    record says.  Hermes returns ``[]``: the default roots, which include
+    Hermes' own config rules."""
+    spec = runner_record(runner)["skills"]
+    projects = _projects(spec["projects"][0], spec["projects"][1], payload)
+    paths = []
+    for src in spec["dirs"]:
+        kind = src[0]
+        if kind == "hermes":
+            return []
+        if kind == "user":
+            paths.append(_user_dir(*src[1:]))
+        elif kind == "project":
+            paths += [d + "/" + src[1] for d in projects]
+        elif kind == "system":
+            paths.append(src[1])
+        elif kind == "claude-plugins":
+            paths += claude_plugin_skill_dirs(_claude_config_dir(), projects)
     return _existing(paths)
 
 
@@ -252,25 +242,13 @@ def roots_for(runner, payload):
 
 
 def envelope(runner, block):
-    """The runner's JSON for ``block`` (a retrieved-skills text), as one line.
-
-    An empty block gives what the runner needs when there is nothing to
-    add: ``""`` (print nothing), or ``{}`` / ``{"cancel": false}`` for the
-    runners that require JSON on every run.  Non-ASCII text is written as
-    UTF-8, not ``\\u`` escapes, so the output's length is the length the
-    runner's cap counts.
-    """
+    """The runner's output for ``block`` (a retrieved-skills text), as one
+    line.  An empty block gives what the runner needs when there is nothing
+    to add.  Non-ASCII text is written as UTF-8, not ``\\u`` escapes, so
+    the output's length is the length the runner's cap counts."""
     if not block:
         return empty_output(runner)
-    s = _json_str(block)
-    if runner in ("claude-code", "codex"):
-        # Codex validates against a strict schema: no other keys.
-        return '{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": %s}}\n' % s
-    if runner == "gemini":
-        return '{"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": %s}}\n' % s
-    if runner == "cline":
-        return '{"cancel": false, "contextModification": %s}\n' % s
-    return '{"context": %s}\n' % s
+    return runner_record(runner)["output"] % _json_str(block)
 
 
 def _json_str(text):
@@ -285,24 +263,21 @@ def _json_str(text):
 
 def empty_output(runner):
     """What to print when nothing is relevant or something failed."""
-    if runner == "cline":
-        return '{"cancel": false}\n'  # Cline requires valid JSON on every run
-    if runner == "gemini":
-        return "{}\n"  # empty stdout would make Gemini read stderr instead
-    return ""
+    return runner_record(runner)["empty"]
 
 
 def fit(runner, results):
     """The runner's output for the longest prefix of ``results`` whose
-    output stays under MAX_OUTPUT characters (whole skills are dropped,
-    never cut mid-line); the empty output when not even one fits."""
+    output stays under the runner's cap (whole skills are dropped, never
+    cut mid-line); the empty output when not even one fits."""
     from retriever.render import text_block
+    cap = runner_record(runner)["cap"]
     lo, hi = 0, len(results)
     best = empty_output(runner)
     while lo < hi:  # the length grows with the prefix: bisect on it
         mid = (lo + hi + 1) // 2
         out = envelope(runner, text_block(results[:mid]))
-        if len(out) < MAX_OUTPUT:
+        if len(out) < cap:
             best = out
             lo = mid
         else:
@@ -315,8 +290,7 @@ def fit(runner, results):
 
 def _answer(runner, opts, text, payload):
     """``(output, index path or None)`` for a parsed payload."""
-    from retriever.cli import entry
-    from retriever.query import search
+    from retriever import service, settings
     roots = list(opts.get("roots") or ())
     # An explicit --index answers from that index (its header names its
     # roots); otherwise the runner's own skill folders decide.
@@ -325,199 +299,27 @@ def _answer(runner, opts, text, payload):
         if not roots:
             return empty_output(runner), None  # no skill folders: nothing to build
     platform = opts.get("platform") or locate.env("HERMES_PLATFORM") or None
-    if platform is None and runner == "hermes":
-        extra = payload.get("extra")
-        p = extra.get("platform") if isinstance(extra, dict) else None
-        platform = p if isinstance(p, str) and p else None
-    # Hermes' shell hook suggests only what Hermes can load: its own skill
-    # folders (local and skills.external_dirs), not every agent's.
-    only_hermes = runner == "hermes" and not roots
-    index_path = opts.get("index")
-    index_path = locate.abspath(index_path) if index_path else \
-        locate.default_index_path(roots, platform, only_hermes)
-    top_k, inject_k = entry.limits(opts.get("k"))
-    if opts.get("fresh"):
-        idx, index_path = entry.open_index(roots, index_path, platform, True, quiet=True,
-                                           only_hermes=only_hermes)
-    else:
-        idx = _ready(roots, index_path)
-        if idx is None:
-            if not _build_detached(runner, roots, index_path, platform, only_hermes):
-                return empty_output(runner), None
-            idx = _ready(roots, index_path)
-            if idx is None:
-                raise ValueError("index %s unusable right after building it" % index_path)
-    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    results = search(idx, text, top_k)
+    keep = None
     if runner == "hermes":
+        if platform is None:
+            extra = payload.get("extra")
+            p = extra.get("platform") if isinstance(extra, dict) else None
+            platform = p if isinstance(p, str) and p else None
         # Never suggest what Hermes hides: wrong OS, inactive environment,
         # tool conditions (unknowable from a shell hook, so held back).
         from retriever.visibility import make_view, visible
         view = make_view(platform or "")
-        results = [r for r in results if visible(r, view)]
-    results = entry.shortlist(text, results, inject_k, opts.get("rerank", False), session)
-    return fit(runner, results), index_path
-
-
-def _ready(roots, index_path):
-    """The index at ``index_path`` if it loads and covers ``roots`` (the
-    checks ``entry.open_index`` makes before deciding to rebuild), else None."""
-    from retriever import store
-    from retriever.cli.entry import covers
-    try:
-        idx = store.load(index_path)
-    except store.IndexError_:
-        return None
-    return idx if covers(idx["header"], roots) else None
-
-
-# -------------------------------------------------------------- cold build
-
-
-def build_wait():
-    """Seconds a hook waits for a cold index build (SKILL_RETRIEVAL_HOOK_WAIT,
-    default 3: under the 5 s timeout ``install`` registers)."""
-    raw = locate.env("SKILL_RETRIEVAL_HOOK_WAIT").strip()
-    try:
-        v = float(raw) if raw else DEFAULT_BUILD_WAIT
-    except ValueError:
-        v = DEFAULT_BUILD_WAIT
-    return v if 0 <= v < 600 else DEFAULT_BUILD_WAIT
-
-
-def _build_detached(runner, roots, index_path, platform, only_hermes=False):
-    """Build the index in a detached child and wait for it up to
-    ``build_wait()`` seconds.  Returns True when it finished in time.
-
-    A large library takes longer to index than a runner waits for a hook,
-    and a runner kills a hook that overruns: built in the hook process
-    itself, the index would never get written and every prompt would time
-    out.  The child is in its own session, so it survives that kill and the
-    next prompt finds the index.  It logs the outcome itself.
-    """
-    import time
-    from retriever.cli import entry
-    lock = index_path + ".building"
-    holder = _lock(lock)
-    if holder:  # another prompt's build is under way: wait for it instead
-        deadline = time.monotonic() + build_wait()
-        while time.monotonic() < deadline:
-            if _ready(roots, index_path) is not None:
-                return True
-            time.sleep(0.05)
-        locate.log("hook %s: index %s is still being built in the background (pid %d); "
-                   "this prompt gets no skills" % (runner, index_path, holder))
-        return False
-    try:
-        sys.stdout.flush()
-    except Exception:
-        pass
-    try:
-        pid = posix.fork()
-    except BaseException:
-        _unlink(lock)
-        raise
-    if pid == 0:
-        code = 1
-        try:
-            posix.setsid()
-            fd = posix.open("/dev/null", posix.O_RDWR)
-            for n in (0, 1, 2):
-                posix.dup2(fd, n)
-            t0 = time.perf_counter()
-            idx, _ = entry.open_index(roots, index_path, platform, quiet=True, only_hermes=only_hermes)
-            locate.log("hook %s: built index %s (%d skills from %d folder(s), %.2fs)"
-                       % (runner, index_path, idx["header"]["n_docs"], len(idx["header"]["roots"]),
-                          time.perf_counter() - t0))
-            code = 0
-        except BaseException as exc:
-            try:
-                locate.log("hook %s: building index %s failed: %s: %s"
-                           % (runner, index_path, type(exc).__name__, exc))
-            except BaseException:
-                pass
-        _unlink(lock)
-        posix._exit(code)
-    _write_pid(lock, pid)
-    deadline = time.monotonic() + build_wait()
-    while True:
-        done, status = posix.waitpid(pid, posix.WNOHANG)
-        if done:
-            # A failed build was logged by the child; answer nothing.
-            return posix.waitstatus_to_exitcode(status) == 0
-        if time.monotonic() >= deadline:
-            locate.log("hook %s: index %s is still being built in the background; "
-                       "this prompt gets no skills" % (runner, index_path))
-            return False
-        time.sleep(0.01)
-
-
-def _lock(path):
-    """Take the build lock at ``path``: 0 when taken, else the pid of the
-    live process holding it.  A lock whose holder is gone is taken over."""
-    for _ in range(2):
-        try:
-            fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL, 0o600)
-            posix.close(fd)
-            return 0
-        except FileExistsError:
-            pid = _read_pid(path)
-            if pid:
-                try:
-                    posix.kill(pid, 0)
-                    return pid
-                except ProcessLookupError:
-                    pass
-                except PermissionError:
-                    return pid
-            elif _age(path) < 5.0:
-                return -1  # just created; its pid is being written
-            _unlink(path)
-        except FileNotFoundError:
-            # The folder does not exist yet; the build will create it.
-            return 0
-    return 0
-
-
-def _read_pid(path):
-    try:
-        fd = posix.open(path, posix.O_RDONLY)
-    except OSError:
-        return 0
-    try:
-        raw = posix.read(fd, 32)
-    finally:
-        posix.close(fd)
-    try:
-        return int(raw.decode("ascii").strip() or 0)
-    except ValueError:
-        return 0
-
-
-def _write_pid(path, pid):
-    try:
-        fd = posix.open(path, posix.O_WRONLY | posix.O_TRUNC)
-    except OSError:
-        return
-    try:
-        posix.write(fd, b"%d\n" % pid)
-    finally:
-        posix.close(fd)
-
-
-def _age(path):
-    import time
-    try:
-        return time.time() - posix.stat(path).st_mtime
-    except OSError:
-        return 0.0
-
-
-def _unlink(path):
-    try:
-        posix.unlink(path)
-    except OSError:
-        pass
+        keep = lambda r: visible(r, view)  # noqa: E731
+    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    req = {"roots": roots, "index": opts.get("index"), "platform": platform, "k": opts.get("k"),
+           "fresh": opts.get("fresh", False), "quiet": True, "rerank": opts.get("rerank", False),
+           # Hermes' shell hook suggests only what Hermes can load: its own
+           # skill folders (local and skills.external_dirs), not every agent's.
+           "only_hermes": runner == "hermes" and not roots,
+           "wait": settings.get("SKILL_RETRIEVAL_HOOK_WAIT"), "label": "hook " + runner,
+           "keep": keep, "session_id": session}
+    results, path = service.answer(text, req)
+    return fit(runner, results), path
 
 
 # -------------------------------------------------------------------- run
@@ -526,18 +328,18 @@ def _unlink(path):
 def run(runner, opts=None):
     """Answer one hook call: stdin JSON in, ``runner``'s JSON on stdout.
 
-    ``opts`` is the dict from ``entry.parse_fast`` (roots, index, k,
+    ``opts`` is the dict from ``retriever.cli.entry.parse_fast`` (roots, index, k,
     platform, fresh).  Called with an argparse namespace instead (the full
     CLI's ``hook`` subcommand), it takes the options from there.  Always
     returns 0.
     """
     if opts is None and not isinstance(runner, str):
         runner, opts = _from_args(runner)
-    from retriever.cli import entry
+    from retriever import service
     if runner not in RUNNERS:
         msg = ("no hook runner named" if not runner else "unknown hook runner %r" % runner) \
             + " (expected one of: %s)" % ", ".join(RUNNERS)
-        entry.warn(msg)
+        service.warn(msg)
         locate.log("hook: " + msg)
         return 0
     import io
@@ -547,7 +349,7 @@ def run(runner, opts=None):
     try:
         if opts.get("error"):
             raise ValueError(opts["error"])
-        raw = entry.read_stdin()
+        raw = read_stdin()
         if not raw.strip():
             raise ValueError("stdin is empty")
         from retriever import jsonlite
@@ -572,13 +374,13 @@ def run(runner, opts=None):
     elif noise:
         locate.log("hook %s: warning: %s" % (runner, noise))
     try:
-        entry.write_out(out)
+        write_out(out)
     except BaseException as exc:  # a closed pipe: the runner gave up on us
         locate.log("hook %s: cannot write output: %s: %s" % (runner, type(exc).__name__, exc))
         return 0
     if path:
         try:
-            entry.maybe_revalidate(path)
+            service.maybe_revalidate(path)
         except BaseException:
             pass
     return 0
@@ -589,7 +391,7 @@ def run(runner, opts=None):
 
 def add_arguments(parser):
     """Arguments of ``skill-retrieve hook`` for ``--help`` and odd forms
-    (the usual forms are parsed by ``entry.parse_fast``)."""
+    (the usual forms are parsed by ``retriever.cli.entry.parse_fast``)."""
     import argparse
     parser.description = ("Answer a runner's per-prompt hook: read its JSON payload on stdin, "
                           "print the retrieved skills in its JSON shape. Always exits 0.")
@@ -614,13 +416,11 @@ def _from_args(args):
         problems.append("no runner named")
     k = getattr(args, "k", None)
     if k is not None:
+        from retriever import settings
         try:
-            opts["k"] = int(k)
-            if not 1 <= opts["k"] <= 1000:
-                raise ValueError
-        except ValueError:
-            problems.append("-k must be a whole number from 1 to 1000, not %r" % k)
-            opts["k"] = None
+            opts["k"] = settings.k_value(k)
+        except ValueError as exc:
+            problems.append(str(exc))
     rest = getattr(args, "rest", None)
     if rest:
         problems.append("unexpected arguments %s" % " ".join(rest))

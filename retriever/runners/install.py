@@ -17,27 +17,12 @@ import json
 import os
 import shlex
 import sys
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin", "skill-retrieve")
 
-RUNNERS = ("claude-code", "codex", "gemini", "cline", "hermes")
-TIMEOUT_S = 5          # Claude Code and Codex count seconds
-TIMEOUT_MS = 5000      # Gemini CLI counts milliseconds
-# Which hook event each JSON-configured runner fires per prompt.
-EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
-
-NOTES = {
-    "claude-code": "Claude Code runs it on every prompt (check with /hooks).",
-    "codex": ("Codex skips hooks it does not trust, silently: open codex and approve it in /hooks "
-              "(project hooks also need the project trusted); CI can pass "
-              "--dangerously-bypass-hook-trust to codex exec."),
-    "gemini": ("Gemini CLI runs it before each turn; if your version has hooks off by default, "
-               "enable them in settings.json (hooksConfig.enabled or, in older releases, tools.enableHooks)."),
-    "cline": ("Cline runs it when hooks are enabled (Settings > Features > Hooks); its context "
-              "reaches the model in the VS Code extension."),
-}
+from retriever.fileutil import backup, write_atomic
+from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
 
 class Refused(Exception):
@@ -92,42 +77,37 @@ def is_ours(command, runner):
 # ---------------------------------------------------------------- targets
 
 
+def kind(runner):
+    """How ``runner`` is registered: "json", "script" or "hermes"."""
+    return RECORDS[runner]["install"][0]
+
+
 def settings_path(runner, project=None, env=None):
     """The file ``runner`` reads its hooks from (user level, or the
     project's with ``project``)."""
     env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
+    how = RECORDS[runner]["install"]
     if project:
-        project = os.path.abspath(os.path.expanduser(project))
-        return {
-            "claude-code": os.path.join(project, ".claude", "settings.json"),
-            "codex": os.path.join(project, ".codex", "hooks.json"),
-            "gemini": os.path.join(project, ".gemini", "settings.json"),
-            "cline": os.path.join(project, ".clinerules", "hooks", "UserPromptSubmit"),
-        }[runner]
-    if runner == "claude-code":
-        return os.path.join(env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"), "settings.json")
-    if runner == "codex":
-        return os.path.join(env.get("CODEX_HOME") or os.path.join(home, ".codex"), "hooks.json")
-    if runner == "gemini":
-        return os.path.join(home, ".gemini", "settings.json")
-    return os.path.join(home, "Documents", "Cline", "Hooks", "UserPromptSubmit")
+        return os.path.join(os.path.abspath(os.path.expanduser(project)), how[2])
+    env_name, folder, name = how[1]
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = (env.get(env_name) if env_name else "") or folder.replace("~", home, 1)
+    return os.path.join(base, name)
 
 
 def handler(runner, command):
     """Our hook handler object for a JSON-configured runner."""
-    if runner == "gemini":
-        return {"type": "command", "name": "skill-retrieval", "command": command, "timeout": TIMEOUT_MS,
-                "description": "Inject the few skills relevant to this prompt"}
-    return {"type": "command", "command": command, "timeout": TIMEOUT_S}
+    rec = RECORDS[runner]
+    h = {"type": "command", "command": command, "timeout": rec["timeout"][0]}
+    h.update(rec["install"][3])
+    return h
 
 
-def cline_script(command):
-    """The executable Cline runs (it must be a file named UserPromptSubmit)."""
-    return ("#!/bin/sh\n"
-            "# skill-retrieve hook cline: inject the skills relevant to this prompt.\n"
-            "# Written by `skill-retrieve install cline`; `skill-retrieve uninstall cline` removes it.\n"
-            "exec %s\n" % command)
+def script(runner, command):
+    """The file a script-registered runner runs or loads (Cline: an
+    executable named UserPromptSubmit; OpenCode: a JS plugin)."""
+    argv = json.dumps(shlex.split(command))
+    return RECORDS[runner]["install"][3].format(command=command, argv=argv)
 
 
 # ------------------------------------------------------------ JSON merging
@@ -196,7 +176,7 @@ def merge(data, runner, entry, path="settings"):
     An existing handler of ours is replaced where it stands; duplicates are
     removed.  Returns True when ``data`` changed.
     """
-    event = EVENTS[runner]
+    event = RECORDS[runner]["event"]
     groups = _groups(data, event, path, create=True)
     slots = _our_slots(groups, runner)
     if len(slots) == 1 and groups[slots[0][0]]["hooks"][slots[0][1]] == entry:
@@ -213,7 +193,7 @@ def merge(data, runner, entry, path="settings"):
 def unmerge(data, runner, path="settings"):
     """Remove our handlers from ``data`` (in place), and the group, event
     list and hooks object they leave empty.  Returns True when it changed."""
-    event = EVENTS[runner]
+    event = RECORDS[runner]["event"]
     groups = _groups(data, event, path, create=False)
     if groups is None:
         return False
@@ -248,42 +228,6 @@ def _read(path):
         raise Refused("%s is not UTF-8 text; left unchanged" % path)
 
 
-def backup(path):
-    """Copy ``path`` to ``path.bak-YYYYmmdd-HHMMSS`` (never overwriting an
-    earlier backup).  Returns the backup's path."""
-    import shutil
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    dest = "%s.bak-%s" % (path, stamp)
-    n = 1
-    while os.path.exists(dest):
-        dest = "%s.bak-%s-%d" % (path, stamp, n)
-        n += 1
-    shutil.copy2(path, dest)
-    return dest
-
-
-def write_atomic(path, text, mode=None):
-    """Write ``text`` via a temp file and rename, keeping the old file's
-    permissions (or ``mode`` for a new file)."""
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o644 if mode is None else mode
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 # ------------------------------------------------------------ operations
 
 
@@ -291,12 +235,12 @@ def plan_install(runner, path, command):
     """``(new text or None when unchanged, old text or None, mode)`` for
     installing into ``path``; raises Refused."""
     old = _read(path)
-    if runner == "cline":
-        new = cline_script(command)
+    if kind(runner) == "script":
+        new = script(runner, command)
         if old is not None and not is_ours(old, runner):
-            raise Refused("%s exists and is not skill-retrieve's hook (Cline allows one per folder); "
+            raise Refused("%s exists and is not skill-retrieve's hook; "
                           "left unchanged - add this line to it: %s" % (path, command))
-        return (None if old == new else new), old, 0o755
+        return (None if old == new else new), old, RECORDS[runner]["install"][4]
     data = parse_settings(old or "", path)
     changed = merge(data, runner, handler(runner, command), path)
     return (dump_settings(data) if changed or old is None else None), old, 0o644
@@ -307,7 +251,7 @@ def plan_uninstall(runner, path):
     old = _read(path)
     if old is None:
         return None, None
-    if runner == "cline":
+    if kind(runner) == "script":
         return ("" if is_ours(old, runner) else None), old
     data = parse_settings(old, path)
     return (dump_settings(data) if unmerge(data, runner, path) else None), old
@@ -327,10 +271,10 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None):
     if old is not None:
         out.write("backed up %s to %s\n" % (path, backup(path)))
     write_atomic(path, new, mode)
-    if runner == "cline":
+    if mode & 0o111:
         os.chmod(path, os.stat(path).st_mode | 0o111)
     out.write("installed the %s hook in %s\n  command: %s\n" % (runner, path, command))
-    out.write("  %s\n" % NOTES[runner])
+    out.write("  %s\n" % RECORDS[runner]["note"])
     _warm(runner, project, out)
     return 0
 
@@ -340,7 +284,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     path = settings_path(runner, project)
     new, old = plan_uninstall(runner, path)
     if new is None:
-        if runner == "cline" and old is not None:
+        if kind(runner) == "script" and old is not None:
             out.write("%s is not skill-retrieve's hook; left unchanged\n" % path)
         else:
             out.write("%s: no skill-retrieve hook in %s; nothing to remove\n" % (runner, path))
@@ -362,7 +306,7 @@ def _warm(runner, project, out):
     # Build the index the hook will open now, so the first prompt does not
     # pay for it under the runner's timeout.  Never fails the install.
     try:
-        from retriever.cli import entry
+        from retriever import service
         from retriever.runners import hook as hookio
         cwd = os.path.abspath(project) if project else os.path.expanduser("~")
         payload = {"cwd": cwd, "workspaceRoots": [cwd]}
@@ -370,7 +314,7 @@ def _warm(runner, project, out):
         if not roots:
             out.write("  no skill folders yet for %s; the index is built on first use\n" % runner)
             return
-        idx, path = entry.open_index(roots, quiet=True)
+        idx, path = service.open_index({"roots": roots, "quiet": True})
         out.write("  indexed %d skills from %s\n" % (idx["header"]["n_docs"], ", ".join(roots)))
     except Exception as exc:
         out.write("  (index not built now: %s: %s; it is built on first use)\n" % (type(exc).__name__, exc))
@@ -418,7 +362,7 @@ def run(args):
     """``install`` or ``uninstall`` (from ``args.command``); returns the exit code."""
     command = getattr(args, "command", None) or "install"
     runner = args.runner
-    if runner == "hermes":
+    if kind(runner) == "hermes":
         if args.project:
             sys.stderr.write("skill-retrieve: --project does not apply to Hermes (it uses $HERMES_HOME)\n")
             return 2

@@ -1,0 +1,188 @@
+"""One record per agent runner: everything the hook, the installer and
+``doctor`` need to know about it.  Adding a runner means adding a record
+here (and its tests); nothing else names runners one by one.
+
+A record is a plain dict:
+  event     the hook event the runner fires per prompt
+  prompt    the keys leading to the user's prompt in the stdin JSON
+  output    the stdout for a retrieved block: a %-format taking the block
+            as a JSON string literal
+  empty     the stdout when there is nothing to add, or on any error
+            (some runners require JSON on every run)
+  cap       characters of output the runner accepts before it cuts
+  install   how ``install`` registers the hook:
+              ("json", user file, project file, handler extra keys)
+                 merge one handler into hooks[event] of a JSON settings file
+              ("script", user file, project file, template, mode)
+                 write a file the runner runs or loads; the template gets
+                 {command} (shell) and {argv} (a JSON array)
+              ("hermes",) the in-process plugin (retriever.runners.hermes_install)
+            A file is (env var overriding the folder or None, default
+            folder, name); a project file is relative to the project.
+  timeout   (number, unit) registered with the hook
+  switches  settings that turn every hook off: (dotted key, value that
+            means off, how to fix it), for doctor
+  skills    where the runner reads skills, in precedence order (see
+            ``retriever.runners.hook.roots_for``):
+              projects: how the project folders are found (and the env
+                var naming the folder the runner started in)
+              dirs: ("user", env var or None, default folder, sub path),
+                    ("project", sub path), ("system", path),
+                    ("claude-plugins",) enabled Claude Code plugins' skills,
+                    ("hermes",) Hermes' own folders and config rules
+  payload   a sample stdin for doctor's live probe (the prompt is filled in)
+  note      one line shown after install
+
+Hot path: the hook imports this module on every prompt, so it is data only.
+"""
+
+_CLAUDE_SHAPE = '{"hookSpecificOutput": {"hookEventName": "%s", "additionalContext": %%s}}\n'
+
+RUNNERS = {
+    "claude-code": {
+        "event": "UserPromptSubmit",
+        "prompt": ("prompt",),
+        "output": _CLAUDE_SHAPE % "UserPromptSubmit",
+        "empty": "",
+        "cap": 10000,
+        "install": ("json", ("CLAUDE_CONFIG_DIR", "~/.claude", "settings.json"), ".claude/settings.json", {}),
+        "timeout": (5, "s"),
+        "switches": (("disableAllHooks", True, 'remove "disableAllHooks" from %s'),),
+        "skills": {"projects": ("ancestors", "CLAUDE_PROJECT_DIR"),
+                   "dirs": (("user", "CLAUDE_CONFIG_DIR", "~/.claude", "skills"),
+                            ("project", ".claude/skills"),
+                            ("claude-plugins",),
+                            ("project", ".agents/skills"),
+                            ("user", None, "~", ".agents/skills"))},
+        "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "UserPromptSubmit"},
+        "note": "Claude Code runs it on every prompt (check with /hooks).",
+    },
+    "codex": {
+        "event": "UserPromptSubmit",
+        "prompt": ("prompt",),
+        # Codex validates against a strict schema: no other keys.
+        "output": _CLAUDE_SHAPE % "UserPromptSubmit",
+        "empty": "",
+        "cap": 10000,
+        "install": ("json", ("CODEX_HOME", "~/.codex", "hooks.json"), ".codex/hooks.json", {}),
+        "timeout": (5, "s"),
+        "switches": (),
+        "skills": {"projects": ("ancestors", None),
+                   "dirs": (("project", ".agents/skills"),
+                            ("user", None, "~", ".agents/skills"),
+                            ("user", "CODEX_HOME", "~/.codex", "skills"),
+                            ("system", "/etc/codex/skills"))},
+        "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "UserPromptSubmit",
+                    "turn_id": "doctor", "model": "doctor", "permission_mode": "default"},
+        "note": ("Codex skips hooks it does not trust, silently: open codex and approve it in /hooks "
+                 "(project hooks also need the project trusted); CI can pass "
+                 "--dangerously-bypass-hook-trust to codex exec."),
+    },
+    "gemini": {
+        "event": "BeforeAgent",
+        "prompt": ("prompt",),
+        "output": _CLAUDE_SHAPE % "BeforeAgent",
+        "empty": "{}\n",  # empty stdout would make Gemini read stderr instead
+        "cap": 10000,
+        "install": ("json", (None, "~/.gemini", "settings.json"), ".gemini/settings.json",
+                    {"name": "skill-retrieval", "description": "Inject the few skills relevant to this prompt"}),
+        "timeout": (5000, "ms"),
+        "switches": (("hooksConfig.enabled", False, 'set "hooksConfig": {"enabled": true} in %s'),),
+        "skills": {"projects": ("cwd", "GEMINI_PROJECT_DIR"),
+                   "dirs": (("project", ".agents/skills"),
+                            ("project", ".gemini/skills"),
+                            ("user", None, "~", ".agents/skills"),
+                            ("user", None, "~", ".gemini/skills"))},
+        "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "BeforeAgent"},
+        "note": ("Gemini CLI runs it before each turn; if your version has hooks off by default, "
+                 "enable them in settings.json (hooksConfig.enabled or, in older releases, tools.enableHooks)."),
+    },
+    "cline": {
+        "event": "UserPromptSubmit",
+        "prompt": ("userPromptSubmit", "prompt"),
+        "output": '{"cancel": false, "contextModification": %s}\n',
+        "empty": '{"cancel": false}\n',  # Cline requires valid JSON on every run
+        "cap": 10000,
+        "install": ("script", (None, "~/Documents/Cline/Hooks", "UserPromptSubmit"),
+                    ".clinerules/hooks/UserPromptSubmit",
+                    "#!/bin/sh\n"
+                    "# skill-retrieve hook cline: inject the skills relevant to this prompt.\n"
+                    "# Written by `skill-retrieve install cline`; `skill-retrieve uninstall cline` removes it.\n"
+                    "exec {command}\n", 0o755),
+        "timeout": (30, "s"),
+        "switches": (),
+        "skills": {"projects": ("workspace", None),
+                   "dirs": (("project", ".cline/skills"),
+                            ("project", ".clinerules/skills"),
+                            ("project", ".claude/skills"),
+                            ("user", None, "~", ".cline/skills"))},
+        "payload": {"hookName": "UserPromptSubmit", "taskId": "doctor"},
+        "note": ("Cline runs it when hooks are enabled (Settings > Features > Hooks); its context "
+                 "reaches the model in the VS Code extension."),
+    },
+    "hermes": {
+        "event": "pre_llm_call",
+        "prompt": ("extra", "user_message"),
+        "output": '{"context": %s}\n',
+        "empty": "",
+        "cap": 10000,
+        "install": ("hermes",),
+        "timeout": (5, "s"),
+        "switches": (),
+        "skills": {"projects": ("none", None), "dirs": (("hermes",),)},
+        "payload": {"hook_event_name": "pre_llm_call", "session_id": "doctor"},
+        "note": "",
+    },
+    # OpenCode has no hook subprocess contract: its plugin API runs
+    # JS in process.  The plugin below asks `skill-retrieve hook opencode`
+    # on each user message and adds the block as a synthetic text part.
+    "opencode": {
+        "event": "chat.message",
+        "prompt": ("prompt",),
+        "output": '{"context": %s}\n',
+        "empty": "",
+        "cap": 10000,
+        "install": ("script", ("OPENCODE_CONFIG_DIR", "~/.config/opencode", "plugins/skill-retrieval.js"),
+                    ".opencode/plugins/skill-retrieval.js",
+                    "// skill-retrieve hook opencode: add the skills relevant to each user message.\n"
+                    "// Written by `skill-retrieve install opencode`; `skill-retrieve uninstall opencode` removes it.\n"
+                    "// command: {command}\n"
+                    "import {{ spawnSync }} from \"node:child_process\";\n"
+                    "const ARGV = {argv};\n"
+                    "export const SkillRetrieval = async ({{ directory }}) => ({{\n"
+                    "  \"chat.message\": async (input, output) => {{\n"
+                    "    try {{\n"
+                    "      const prompt = (output.parts || []).filter((p) => p.type === \"text\" && !p.synthetic)\n"
+                    "        .map((p) => p.text).join(\"\\n\");\n"
+                    "      if (!prompt.trim()) return;\n"
+                    "      const r = spawnSync(ARGV[0], ARGV.slice(1), {{\n"
+                    "        input: JSON.stringify({{ prompt, cwd: directory, session_id: input.sessionID }}),\n"
+                    "        encoding: \"utf8\", timeout: 5000 }});\n"
+                    "      const context = r.status === 0 && r.stdout.trim() ? JSON.parse(r.stdout).context : \"\";\n"
+                    "      if (context) output.parts.push({{ type: \"text\", text: context, synthetic: true }});\n"
+                    "    }} catch (e) {{ /* fail open: the message goes as it is */ }}\n"
+                    "  }},\n"
+                    "}});\n", 0o644),
+        "timeout": (5, "s"),
+        "switches": (),
+        "skills": {"projects": ("ancestors", None),
+                   "dirs": (("project", ".opencode/skills"),
+                            ("user", "OPENCODE_CONFIG_DIR", "~/.config/opencode", "skills"),
+                            ("project", ".claude/skills"),
+                            ("user", None, "~", ".claude/skills"),
+                            ("project", ".agents/skills"),
+                            ("user", None, "~", ".agents/skills"))},
+        "payload": {"session_id": "doctor"},
+        "note": "OpenCode loads it at start-up: restart OpenCode.",
+    },
+}
+
+NAMES = tuple(RUNNERS)
+
+
+def get(name):
+    """The record of runner ``name``; KeyError naming the known runners."""
+    try:
+        return RUNNERS[name]
+    except KeyError:
+        raise KeyError("unknown runner %r (expected one of: %s)" % (name, ", ".join(NAMES))) from None

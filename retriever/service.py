@@ -1,0 +1,463 @@
+"""The one answer pipeline: a message in, the skills to inject out.
+
+The command line, every runner's hook and the Hermes plugin all call
+``answer``.  It opens the index (building it when it is missing, damaged,
+stale or for other roots: the reason is decided once, the build runs once,
+the file is loaded once), ranks within what the caller can show (``keep``:
+visibility comes before the cut), applies the optional LLM rerank and cuts
+to the number injected.
+
+A request is a plain dict; every key is optional:
+  roots        skill folders (default: the default roots, or the roots an
+               explicit ``index`` names in its header)
+  index        index file (default: the per-user cache path for the roots)
+  platform     Hermes platform (default $HERMES_PLATFORM)
+  only_hermes  default roots cut to Hermes' own folders (Hermes shell hook)
+  k            -k, already validated (settings.k_value)
+  fresh        check the skills for changes before answering
+  quiet        no stderr (hooks, the plugin)
+  wait         None: build in this process; seconds: build in a detached
+               child and wait that long (hooks, which a runner may kill)
+  label        who asks, for log lines ("hook codex")
+  keep         predicate on result dicts: what the caller can show
+  rerank       force the LLM rerank (else SKILL_RETRIEVAL_RERANK decides)
+  session_id   for the rerank's A/B log
+
+Work that outlives the answer (a first build under a hook's deadline, the
+freshness check) runs in a detached child in its own session with stdio on
+/dev/null: a runner kills a hook that overruns and never waits for our
+children, so the child survives the kill and the runner sees EOF at once.
+
+Hot path: built-in modules, ``locate``, ``settings``, ``store`` and the
+query path; the build path is imported only when a build is needed.
+"""
+
+import posix
+import sys
+
+from retriever import locate, settings, store
+
+
+def warn(msg):
+    """One line on stderr, prefixed with the program name."""
+    sys.stderr.write("skill-retrieve: %s\n" % msg)
+
+
+def index_path(req):
+    """The index file a request reads: ``index`` made absolute, else the
+    per-user cache path for its roots, platform and scope."""
+    if req.get("index"):
+        return locate.abspath(req["index"])
+    return locate.default_index_path(list(req.get("roots") or ()), platform_of(req),
+                                     req.get("only_hermes", False))
+
+
+def platform_of(req):
+    """The request's Hermes platform, else $HERMES_PLATFORM, else None."""
+    return req.get("platform") or locate.env("HERMES_PLATFORM") or None
+
+
+def enable_site():
+    """Make the venv's site-packages (PyYAML) importable: under -S they
+    are not, and the build path needs them while the query path does not."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        try:
+            import site
+            site.main()
+        except Exception:
+            pass
+
+
+# --------------------------------------------------------------- the index
+
+
+def covers(header, roots):
+    """True when an index with ``header`` was built for exactly ``roots``
+    (any index covers "no roots given": its header names its own)."""
+    if not roots:
+        return True
+    want = set(locate.abspath(r) for r in roots)
+    return bool(header["explicit"]) and want == set(r["path"] for r in header["roots"])
+
+
+def roots_named_in(path):
+    """The explicit roots an index file names, even a damaged one whose
+    header still reads; [] otherwise."""
+    try:
+        header, f = store.read_header(path)
+        f.close()
+    except store.IndexError_:
+        return []
+    return [r["path"] for r in header.get("roots", ())] if header.get("explicit") else []
+
+
+def why_rebuild(idx, req, roots, platform):
+    """Why the loaded index cannot answer ``req`` as it is (None: it can),
+    and the scope to rebuild it with: ``(reason, roots, only_hermes)``."""
+    hdr = idx["header"]
+    only_hermes = req.get("only_hermes", False)
+    if (hdr.get("platform") or "") != (platform or ""):
+        # platform_disabled differs per platform: an index shared across
+        # platforms must not answer with another platform's skill set.
+        return ("was built for platform %r" % (hdr.get("platform") or ""),
+                roots or roots_named_in(req["_path"]), only_hermes or hdr.get("only_hermes", False))
+    if not covers(hdr, roots):
+        return "was built for other roots", roots, only_hermes
+    if req.get("fresh"):
+        enable_site()
+        from retriever import build
+        stale, _ = build.is_stale(hdr)
+        if stale:
+            return ("was stale", [r["path"] for r in hdr["roots"]] if hdr["explicit"] else roots,
+                    hdr.get("only_hermes", False))
+    return None
+
+
+def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False):
+    """Build the index at ``path`` now, saying why on stderr unless quiet."""
+    enable_site()
+    from retriever import build
+    import time
+    t0 = time.perf_counter()
+    scope = build.resolve(roots or None, platform, warn=None, only_hermes=only_hermes)
+    header, problems = build.build(scope, path)
+    touch_stamp(path)
+    if not quiet:
+        for folder in scope["missing"]:
+            warn("warning: %s: no such folder" % folder)
+        warn("index %s %s; rebuilt it (%d skills, %d files with problems, %.2fs)"
+             % (path, reason, header["n_docs"], len(problems), time.perf_counter() - t0))
+
+
+def open_index(req):
+    """Load the index for ``req``, building it first when needed (in this
+    process).  Returns ``(idx, path)``."""
+    path = req["_path"] = index_path(req)
+    platform = platform_of(req)
+    roots = list(req.get("roots") or ())
+    quiet = req.get("quiet", False)
+    try:
+        idx = store.load(path)
+    except store.IndexError_ as exc:
+        reason = "missing" if str(exc) == "missing" else "was unusable (%s)" % exc
+        rebuild(path, roots or roots_named_in(path), platform, reason, quiet, req.get("only_hermes", False))
+        return store.load(path), path
+    why = why_rebuild(idx, req, roots, platform)
+    if why is None:
+        return idx, path
+    reason, roots, only_hermes = why
+    rebuild(path, roots, platform, reason, quiet, only_hermes)
+    return store.load(path), path
+
+
+def ready(req):
+    """The index for ``req`` if it loads and covers its roots, else None
+    (the checks ``open_index`` makes before deciding to rebuild)."""
+    try:
+        idx = store.load(req["_path"])
+    except store.IndexError_:
+        return None
+    return idx if covers(idx["header"], list(req.get("roots") or ())) else None
+
+
+def open_detached(req):
+    """The index for ``req``, built by a detached child when it is not
+    ready, waiting for it up to ``req["wait"]`` seconds; None when it is
+    not ready in time (that prompt gets nothing; the next finds it).
+
+    A large library takes longer to index than a runner waits for a hook,
+    and a runner kills a hook that overruns: built in the hook process
+    itself, the index would never get written and every prompt would time
+    out.  The child is in its own session, so it survives that kill."""
+    import time
+    req["_path"] = index_path(req)
+    idx = ready(req)
+    if idx is not None:
+        return idx
+    label = req.get("label") or "query"
+    path = req["_path"]
+    lock_file = path + ".building"
+    holder = lock(lock_file)
+    deadline = time.monotonic() + req["wait"]
+    if holder:  # another prompt's build is under way: wait for it instead
+        while time.monotonic() < deadline:
+            idx = ready(req)
+            if idx is not None:
+                return idx
+            time.sleep(0.05)
+        locate.log("%s: index %s is still being built in the background (pid %d); "
+                   "this prompt gets no skills" % (label, path, holder))
+        return None
+
+    def body():
+        try:
+            t0 = time.perf_counter()
+            idx, _ = open_index(dict(req, quiet=True))
+            locate.log("%s: built index %s (%d skills from %d folder(s), %.2fs)"
+                       % (label, path, idx["header"]["n_docs"], len(idx["header"]["roots"]),
+                          time.perf_counter() - t0))
+            return True
+        except BaseException as exc:
+            locate.log("%s: building index %s failed: %s: %s" % (label, path, type(exc).__name__, exc))
+            return False
+        finally:
+            unlink(lock_file)
+
+    pid = detach(body)
+    if not pid:
+        unlink(lock_file)
+        raise OSError("cannot start a background build")
+    write_pid(lock_file, pid)
+    while True:
+        done, status = posix.waitpid(pid, posix.WNOHANG)
+        if done:
+            # A failed build was logged by the child; answer nothing.
+            return ready(req) if posix.waitstatus_to_exitcode(status) == 0 else None
+        if time.monotonic() >= deadline:
+            locate.log("%s: index %s is still being built in the background; "
+                       "this prompt gets no skills" % (label, path))
+            return None
+        time.sleep(0.01)
+
+
+# --------------------------------------------------------------- answering
+
+
+def answer(text, req, idx=None):
+    """The skills to inject for ``text`` under request ``req`` (see the
+    module docstring).  Returns ``(results, index path)``; the path is None
+    when no index was ready (a hook whose first build is still running)
+    or when the caller passed its own ``idx`` (the plugin's, in memory)."""
+    from retriever.query import search
+    top_k, inject_k = settings.limits(req.get("k"))
+    keep = req.get("keep")
+    path = None
+    if idx is None:
+        if req.get("wait") is not None and not req.get("fresh"):
+            idx = open_detached(req)
+            if idx is None:
+                return [], None
+        else:
+            idx, _ = open_index(req)
+        path = req["_path"]
+    try:
+        results = search(idx, text, top_k, keep=keep)
+    except (IndexError, ValueError, EOFError, TypeError) as exc:
+        if path is None or req.get("wait") is not None:
+            raise
+        # The header checked out but a section is damaged (bad records or
+        # offsets): rebuild once and answer from the new file.
+        rebuild(path, list(req.get("roots") or ()) or roots_named_in(path), platform_of(req),
+                "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False), req.get("only_hermes", False))
+        results = search(store.load(path), text, top_k, keep=keep)
+    return shortlist(text, results, inject_k, req.get("rerank", False), req.get("session_id")), path
+
+
+def shortlist(text, results, inject_k, rerank=False, session_id=None):
+    """Cut the ranked ``results`` to what is injected, after the optional
+    LLM rerank (``rerank`` or SKILL_RETRIEVAL_RERANK).  The rerank module,
+    and the HTTP client with it, is imported only when asked for."""
+    if rerank or locate.env("SKILL_RETRIEVAL_RERANK").strip():
+        from retriever import rerank as rr
+        results = rr.maybe_rerank(text, results, session_id=session_id, inject_k=inject_k, force=bool(rerank))
+    return results[:inject_k]
+
+
+def maybe_revalidate(path):
+    """After answering, fork a detached child that rebuilds the index if the
+    skills changed, at most once per SKILL_RETRIEVAL_REVALIDATE seconds.
+    The answer never waits for it."""
+    interval = settings.get("SKILL_RETRIEVAL_REVALIDATE")
+    if interval is None:
+        return
+    import time
+    try:
+        age = time.time() - posix.stat(stamp_path(path)).st_mtime
+    except OSError:
+        age = float("inf")
+    if age < interval:
+        return
+    touch_stamp(path)
+
+    def body():
+        enable_site()
+        background_revalidate(path)
+        return True
+
+    detach(body)
+
+
+def background_revalidate(index_path):
+    """Body of the detached child the query path forks: revalidate, log
+    any rebuild, never print (stdout and stderr are /dev/null here)."""
+    import time
+    try:
+        t0 = time.perf_counter()
+        from retriever.build import revalidate
+        reason = revalidate(index_path)
+        took = time.perf_counter() - t0
+        if reason:
+            locate.log("rebuilt %s in background (%s, %.2fs)" % (index_path, reason, took))
+        else:
+            back_off(index_path, took)
+    except Exception as exc:  # a background check must never surface
+        locate.log("background revalidation of %s failed: %s: %s" % (index_path, type(exc).__name__, exc))
+
+
+def back_off(index_path, took):
+    """Space checks out on large libraries: a check that took ``took``
+    seconds is not repeated for 20 times that (8 ms at 300 skills changes
+    nothing; 0.5 s at 20,000 skills means at most one check per 10 s).  The
+    query path reads only the stamp's mtime, so the stamp is dated ahead."""
+    if locate.env("SKILL_RETRIEVAL_REVALIDATE").strip():
+        return  # an explicit interval is the user's call
+    stamp = stamp_path(index_path)
+    import time
+    delay = 20.0 * took - settings.TABLE["SKILL_RETRIEVAL_REVALIDATE"][1]
+    if delay > 0:
+        try:
+            t = time.time() + delay
+            posix.utime(stamp, (t, t))
+        except OSError:
+            pass
+
+
+# ------------------------------------------------------------ text in, out
+
+
+def read_stdin():
+    """All of stdin as text; undecodable bytes are replaced, not fatal."""
+    try:
+        data = sys.stdin.buffer.read()
+    except (AttributeError, OSError, ValueError):
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def write_out(text):
+    """Write UTF-8 to stdout whatever the locale says, and flush."""
+    if text:
+        try:
+            sys.stdout.buffer.write(text.encode("utf-8", "replace"))
+        except AttributeError:  # a replaced sys.stdout (tests, embedding)
+            sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+# ------------------------------------------------------ background work
+
+
+def detach(body):
+    """Run ``body()`` in a detached child; returns its pid to the parent
+    (0 when fork failed).  The child never returns: it exits 0 when
+    ``body`` returned true, 1 otherwise (exceptions included)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    try:
+        pid = posix.fork()
+    except OSError:
+        return 0
+    if pid:
+        return pid
+    code = 1
+    try:
+        posix.setsid()
+        fd = posix.open("/dev/null", posix.O_RDWR)
+        for n in (0, 1, 2):
+            posix.dup2(fd, n)
+        code = 0 if body() else 1
+    except BaseException:
+        pass
+    posix._exit(code)
+
+
+def lock(path):
+    """Take the lock file at ``path``: 0 when taken, else the pid of the
+    live process holding it (-1 while its pid is being written).  A lock
+    whose holder is gone is taken over."""
+    for _ in range(2):
+        try:
+            fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL, 0o600)
+            posix.close(fd)
+            return 0
+        except FileExistsError:
+            pid = read_pid(path)
+            if pid:
+                try:
+                    posix.kill(pid, 0)
+                    return pid
+                except ProcessLookupError:
+                    pass
+                except PermissionError:
+                    return pid
+            elif age(path) < 5.0:
+                return -1
+            unlink(path)
+        except FileNotFoundError:
+            # The folder does not exist yet; the build will create it.
+            return 0
+    return 0
+
+
+def read_pid(path):
+    """The pid written in a lock file, or 0."""
+    try:
+        fd = posix.open(path, posix.O_RDONLY)
+    except OSError:
+        return 0
+    try:
+        raw = posix.read(fd, 32)
+    finally:
+        posix.close(fd)
+    try:
+        return int(raw.decode("ascii").strip() or 0)
+    except ValueError:
+        return 0
+
+
+def write_pid(path, pid):
+    """Record the holder of a lock taken with ``lock``."""
+    try:
+        fd = posix.open(path, posix.O_WRONLY | posix.O_TRUNC)
+    except OSError:
+        return
+    try:
+        posix.write(fd, b"%d\n" % pid)
+    finally:
+        posix.close(fd)
+
+
+def age(path):
+    """Seconds since ``path`` was modified (0 when it is gone)."""
+    import time
+    try:
+        return time.time() - posix.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def unlink(path):
+    """Remove ``path`` if it exists."""
+    try:
+        posix.unlink(path)
+    except OSError:
+        pass
+
+
+def stamp_path(index_path):
+    """The file whose mtime records the last freshness check."""
+    return index_path + ".checked"
+
+
+def touch_stamp(index_path):
+    """Record a freshness check now."""
+    p = stamp_path(index_path)
+    try:
+        fd = posix.open(p, posix.O_WRONLY | posix.O_CREAT, 0o600)
+        posix.close(fd)
+        posix.utime(p)
+    except OSError:
+        pass

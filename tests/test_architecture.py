@@ -1,0 +1,317 @@
+"""Guards that keep the house as designed.
+
+- A query, and a hook, import exactly the modules they need (measured with
+  ``python -X importtime`` on the real executable).
+- No import cycle, counting imports inside functions, the way Mercurial's
+  ``contrib/import-checker.py`` counts them; the core never imports a
+  front end, and ``retriever`` never imports ``hermes_plugin``.
+- ``-k`` has one rule, whichever door it comes through.
+- Every ``SKILL_RETRIEVAL_*`` variable the code reads is in the settings
+  table, ``--help`` and the README's table.
+"""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from retriever import settings
+from skillret_helpers import BIN, REPO, assert_clean, make_skill, run_cli
+
+PY = str(REPO / ".venv" / "bin" / "python3") if (REPO / ".venv" / "bin" / "python3").exists() else None
+
+# What answering needs, and nothing else: no argparse, re, os, json, numpy.
+QUERY_MODULES = {
+    "retriever", "retriever.cli", "retriever.cli.entry", "retriever.locate", "retriever.settings",
+    "retriever.store", "retriever.service", "retriever.tokenize", "retriever.analyze",
+    "retriever.query", "retriever.render",
+}
+HOOK_MODULES = QUERY_MODULES | {
+    "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
+    "retriever.jsonlite", "_json",
+}
+FRONT_ENDS = ("retriever.cli", "retriever.runners")
+
+
+def _tree(tmp_path):
+    root = tmp_path / "skills"
+    make_skill(root, "pdf-merge", {"name": "pdf-merge", "description": "Merge PDF files into one document"})
+    make_skill(root, "k8s-certs", {"name": "k8s-certs", "description": "Rotate Kubernetes TLS certificates"})
+    return root
+
+
+def _imported(args, env, stdin=b""):
+    import subprocess
+    import sys
+    py = PY or sys.executable
+    proc = subprocess.run([py, "-I", "-S", "-X", "importtime", str(BIN)] + args, input=stdin,
+                          env=env, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mods = set()
+    for line in proc.stderr.decode().splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.split("|")[-1].strip()
+            if name != "package":
+                mods.add(name)
+    floor = subprocess.run([py, "-I", "-S", "-X", "importtime", "-c", "pass"], capture_output=True).stderr.decode()
+    base = {l.split("|")[-1].strip() for l in floor.splitlines() if "|" in l}
+    return mods - base, proc.stdout
+
+
+def test_a_query_imports_exactly_what_answering_needs(tmp_path):
+    from skillret_helpers import base_env
+    env = base_env(tmp_path)
+    root = _tree(tmp_path)
+    index = tmp_path / "i.skr"
+    assert_clean(run_cli(["build", "--root", root, "--index", index], env))
+    mods, out = _imported(["--root", str(root), "--index", str(index), "merge", "pdf"], env)
+    assert b"pdf-merge" in out
+    assert mods == QUERY_MODULES
+
+
+def test_a_hook_imports_exactly_what_answering_needs(tmp_path):
+    from skillret_helpers import base_env
+    env = base_env(tmp_path)
+    root = _tree(tmp_path)
+    index = tmp_path / "i.skr"
+    assert_clean(run_cli(["build", "--root", root, "--index", index], env))
+    stdin = json.dumps({"prompt": "merge pdf files", "cwd": str(tmp_path)}).encode()
+    mods, out = _imported(["hook", "claude-code", "--root", str(root), "--index", str(index)], env, stdin)
+    assert b"pdf-merge" in out
+    assert mods == HOOK_MODULES
+
+
+# ------------------------------------------------------------------ cycles
+
+
+def _module_name(path):
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _our_modules():
+    out = {}
+    for top in ("retriever", "hermes_plugin"):
+        for p in sorted((REPO / top).rglob("*.py")):
+            out[_module_name(p)] = p
+    return out
+
+
+def import_graph():
+    """``{module: {imported module: line}}`` over retriever and
+    hermes_plugin, counting every import statement wherever it stands
+    (module level, functions, try blocks), relative imports resolved, and
+    ``from pkg import name`` counted as the submodule when there is one."""
+    mods = _our_modules()
+    graph = {}
+    for name, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        package = name if is_pkg else name.rpartition(".")[0]
+        edges = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[:len(base) - node.level + 1]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                targets = [mod + "." + a.name if (mod + "." + a.name) in mods else mod for a in node.names]
+            for t in targets:
+                # A submodule import also runs its packages' __init__.
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t and t != name:
+                    edges.setdefault(t, node.lineno)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph):
+    # Tarjan's strongly connected components; any with two or more
+    # members is a cycle.
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _is_package_edge(src, dst):
+    # ``import retriever.x`` runs retriever/__init__.py: a package's own
+    # face is not a dependency on its contents.
+    return src.startswith(dst + ".")
+
+
+def test_no_import_cycles_counting_imports_inside_functions():
+    graph = {m: {d: l for d, l in e.items() if not _is_package_edge(m, d)} for m, e in import_graph().items()}
+    assert _cycles(graph) == []
+
+
+def test_the_checker_sees_a_cycle_hidden_inside_functions(tmp_path):
+    # The guard above must be able to fail: a cycle made only of imports
+    # inside functions is found.
+    graph = {"a": {"b": 3}, "b": {"c": 9}, "c": {"a": 12}, "d": {"a": 1}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    src = "def f():\n    from retriever import entry\n"
+    found = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ImportFrom)]
+    assert found and found[0].module == "retriever"
+
+
+def test_the_core_never_imports_a_front_end_or_the_plugin():
+    bad = []
+    for mod, edges in import_graph().items():
+        if not mod.startswith("retriever") or mod.startswith(FRONT_ENDS):
+            continue
+        for dst, line in edges.items():
+            if dst.startswith(FRONT_ENDS) or dst.startswith("hermes_plugin"):
+                bad.append("%s:%d imports %s" % (mod, line, dst))
+    assert bad == []
+
+
+def test_retriever_never_imports_hermes_plugin():
+    bad = ["%s:%d" % (m, l) for m, e in import_graph().items() if m.startswith("retriever")
+           for d, l in e.items() if d.startswith("hermes_plugin")]
+    assert bad == []
+
+
+def test_the_plugin_bench_helper_is_not_shipped_in_the_plugin():
+    assert not (REPO / "hermes_plugin" / "bench.py").exists()
+    assert (REPO / "bench" / "hermes_turn.py").exists()
+
+
+# ------------------------------------------------------------------- -k
+
+
+BAD_K = ["0", "-1", "1001", "5000", "x", "2.5", ""]
+
+
+@pytest.mark.parametrize("k", BAD_K)
+def test_k_has_one_rule_whichever_door(tmp_path, k):
+    from skillret_helpers import base_env
+    env = base_env(tmp_path)
+    root = _tree(tmp_path)
+    want = "-k must be a whole number from 1 to 1000, not %r" % k
+    forms = [["--root", root, "-k", k, "pdf"],           # the fast path
+             ["--root", root, "-k=" + k, "pdf"],
+             ["query", "--fresh", "--root", root, "-k", k, "pdf"],
+             ["explain", "--root", root, "-k", k, "pdf"]]  # argparse
+    if k.lstrip("-").isdigit():
+        forms.append(["--root", root, "-k" + k, "pdf"])
+    for args in forms:
+        proc = run_cli(args, env)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert want in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
+    # A hook never blocks the prompt: it answers empty and logs the rule.
+    proc = run_cli(["hook", "claude-code", "--root", root, "-k", k], env,
+                   input=json.dumps({"prompt": "merge pdf", "cwd": str(tmp_path)}))
+    assert_clean(proc)
+    assert proc.stdout == ""
+    log = (Path(env["XDG_CACHE_HOME"]) / "skill-retrieval" / "skill-retrieval.log").read_text()
+    assert want in log
+
+
+@pytest.mark.parametrize("k", ["1", "6", "1000"])
+def test_k_in_range_is_accepted_everywhere(tmp_path, k):
+    from skillret_helpers import base_env
+    env = base_env(tmp_path)
+    root = _tree(tmp_path)
+    for args in (["--root", root, "-k", k, "merge pdf"], ["--root", root, "-k" + k, "merge pdf"],
+                 ["query", "--root", root, "-k", k, "merge pdf"]):
+        proc = run_cli(args, env)
+        assert_clean(proc)
+        assert "pdf-merge" in proc.stdout
+
+
+def test_top_k_setting_uses_the_same_range(tmp_path):
+    from skillret_helpers import base_env
+    env = dict(base_env(tmp_path), SKILL_RETRIEVAL_TOP_K="5000")
+    root = _tree(tmp_path)
+    proc = run_cli(["--root", root, "merge pdf"], env)
+    assert_clean(proc)
+    assert "SKILL_RETRIEVAL_TOP_K='5000' (expected a whole number from 1 to 1000); using 6" in proc.stderr
+    assert proc.stderr.count("SKILL_RETRIEVAL_TOP_K") == 1  # once per process
+
+
+# -------------------------------------------------------------- settings
+
+
+def _names_read_in_code():
+    names = set()
+    for top in ("retriever", "hermes_plugin", "bin", "hooks"):
+        for p in (REPO / top).rglob("*"):
+            if p.is_file() and p.suffix in (".py", "") and "__pycache__" not in p.parts:
+                names |= set(re.findall(r"SKILL_RETRIEVAL_[A-Z_]*[A-Z]", p.read_text(errors="replace")))
+    return names
+
+
+def test_every_setting_the_code_reads_is_in_the_table():
+    assert _names_read_in_code() <= set(settings.TABLE)
+    assert len(settings.TABLE) >= 14
+
+
+def test_help_lists_every_setting(tmp_path):
+    from skillret_helpers import base_env
+    proc = run_cli(["--help"], base_env(tmp_path))
+    assert_clean(proc)
+    for name in settings.TABLE:
+        assert name in proc.stdout, name
+
+
+def test_readme_settings_table_comes_from_the_table():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert settings.markdown_table() in readme
+
+
+@pytest.mark.parametrize("name,raw,value,warns", [
+    ("SKILL_RETRIEVAL_TOP_K", "8", 8, False),
+    ("SKILL_RETRIEVAL_TOP_K", "0", 6, True),
+    ("SKILL_RETRIEVAL_MIN_SCORE", "nan", 0.3, True),
+    ("SKILL_RETRIEVAL_MIN_SCORE", "1.5", 0.3, True),
+    ("SKILL_RETRIEVAL_REVALIDATE", "off", None, False),
+    ("SKILL_RETRIEVAL_REVALIDATE", "0", 0.0, False),
+    ("SKILL_RETRIEVAL_REVALIDATE", "inf", 2.0, True),
+    ("SKILL_RETRIEVAL_HOOK_WAIT", "-1", 3.0, True),
+    ("SKILL_RETRIEVAL_COMPACT", "0", False, False),
+    ("SKILL_RETRIEVAL_COMPACT", "maybe", True, True),
+    ("SKILL_RETRIEVAL_RERANK", "JEV", "jev", False),
+    ("SKILL_RETRIEVAL_RERANK", "yes", "", True),
+])
+def test_one_reader_for_every_setting(name, raw, value, warns):
+    said = []
+    assert settings.get(name, warn=said.append, raw=raw) == value
+    assert len(said) == (1 if warns else 0)
+    settings.get(name, warn=said.append, raw=raw)
+    assert len(said) == (1 if warns else 0)  # once per process and value
