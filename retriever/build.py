@@ -20,7 +20,7 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
     whose changes matter, or None), ``disabled`` (set of names) and
     ``only_hermes`` (the default roots cut to Hermes' own folders).
     """
-    hh = hermes_home or discover.hermes_home()
+    hh = hermes_home or locate.hermes_home()
     explicit = bool(roots)
     # Hermes' config applies to the default roots, and to explicit roots
     # when HERMES_HOME is set: a plain --root build is not silently filtered

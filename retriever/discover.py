@@ -8,6 +8,8 @@ walks the tree.
 
 import os
 
+from retriever import locate
+
 # What Hermes' iter_skill_index_files skips, plus its curator backups.
 EXCLUDED_DIRS = frozenset((
     ".git", ".github", ".hub", ".archive", ".curator_backups", ".venv", "venv",
@@ -16,12 +18,6 @@ EXCLUDED_DIRS = frozenset((
 ))
 # Support folders inside a skill hold progressive-disclosure files, never skills.
 SUPPORT_DIRS = frozenset(("references", "templates", "assets", "scripts"))
-
-
-def hermes_home(env=None):
-    """The Hermes home folder: ``$HERMES_HOME`` or ``~/.hermes``."""
-    env = os.environ if env is None else env
-    return os.path.abspath(os.path.expanduser(env.get("HERMES_HOME") or "~/.hermes"))
 
 
 def _root(path, source, prefix=""):
@@ -45,7 +41,7 @@ def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False):
     """
     env = os.environ if env is None else env
     home = os.path.expanduser("~")
-    hh = hermes_home(env)
+    hh = locate.hermes_home(env)
     roots = [_root(os.path.join(hh, "skills"), "hermes")]
     if only_hermes:
         roots += [_root(d, "hermes-external") for d in external_dirs]

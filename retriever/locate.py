@@ -49,9 +49,11 @@ def cache_dir():
     return abspath(base) + "/skill-retrieval"
 
 
-def hermes_home():
-    """``$HERMES_HOME`` or ``~/.hermes``, absolute."""
-    return abspath(env("HERMES_HOME") or "~/.hermes")
+def hermes_home(environ=None):
+    """``$HERMES_HOME`` or ``~/.hermes``, absolute; from ``environ`` (a
+    str mapping) when given, else from the process environment."""
+    raw = environ.get("HERMES_HOME") if environ is not None else env("HERMES_HOME")
+    return abspath(raw or "~/.hermes")
 
 
 def spec_key(roots, platform, only_hermes=False):
