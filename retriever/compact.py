@@ -1,9 +1,10 @@
 """Phase 1: the names-only skills index, as an ``llm_request`` middleware.
 
 Hermes lists every skill with a description inside ``<available_skills>``
-on every request.  The rewrite keeps the names (descriptions of the skills
-that matter arrive with the user's message, from the ``pre_llm_call``
-hook) and adds one note saying so.  It works on the outgoing request only:
+on every request.  The rewrite keeps the names, one comma-separated line
+per top-level category (descriptions of the skills that matter arrive
+with the user's message, from the ``pre_llm_call`` hook), and adds one
+note saying so.  It works on the outgoing request only:
 Hermes keeps the original prompt in its store, so the same rewrite runs on
 every attempt and must give the same bytes each time (prompt cache).
 
@@ -14,33 +15,47 @@ OPEN = "<available_skills>"
 CLOSE = "</available_skills>"
 # Inside the block, so a compacted text is recognised and left alone.
 MARKER = "<!-- skill-retrieval:compact -->"
-NOTE = ("(Descriptions are left out of the list above: the descriptions of the skills "
-        "relevant to a request arrive after the user's message. "
-        "skill_view(name) loads any listed skill.)")
+NOTE = ("(Names only: the skills relevant to a request are described after the "
+        "user's message; skill_view(name) loads any listed skill.)")
 NAMES_ONLY = " [names only]: "
 
 
-def _compact_line(line):
-    """One line of the block in names-only form, or None to drop it.
+def _category_names(inner):
+    """``{category: [names]}`` of a block's inside, in block order.
 
-    Skill lines (4 spaces, ``- ``) keep the name, category lines (2 spaces)
-    keep the category, ``[names only]`` lines stay as they are; anything
-    else is a wrapped description and goes.
-    """
-    line = line.rstrip()
-    if line.startswith("    - "):
-        name = line[6:].split(": ", 1)[0].strip()
-        return "    - " + name if name else None
-    if line.startswith("  ") and line[2:3] not in ("", " "):
-        body = line[2:]
-        if NAMES_ONLY in body:
-            return line
-        head, sep, _ = body.partition(": ")
-        if sep:
-            return "  " + head + ":"
-        if body.endswith(":"):
-            return line
-    return None
+    Skill lines (4 spaces, ``- ``) belong to the category line (2 spaces)
+    above them; ``[names only]`` lines carry their names inline; anything
+    else is a wrapped description."""
+    cats = {}
+    current = ""
+    for line in inner.split("\n"):
+        line = line.rstrip()
+        if line.startswith("    - "):
+            name = line[6:].split(": ", 1)[0].strip()
+            if name:
+                cats.setdefault(current, []).append(name)
+        elif line.startswith("  ") and line[2:3] not in ("", " "):
+            body = " " + line[2:]
+            if NAMES_ONLY in body:
+                cat, _, names = body.partition(NAMES_ONLY)
+                current = cat.strip()
+                cats.setdefault(current, []).extend(n.strip() for n in names.split(",") if n.strip())
+            else:
+                head, sep, _ = body.partition(": ")
+                current = (head if sep else body.rstrip(":")).strip()
+    return cats
+
+
+def names_only_lines(inner):
+    """The compact form of a block's inside: one ``[names only]`` line per
+    top-level category (nested categories fold into their parent: the
+    segment Hermes' own ``compact_categories`` matches on), names sorted
+    and comma-separated, each name once."""
+    groups = {}
+    for cat, names in _category_names(inner).items():
+        groups.setdefault(cat.split("/", 1)[0], set()).update(names)
+    return ["  %s%s%s" % (top, NAMES_ONLY, ", ".join(sorted(names)))
+            for top, names in sorted(groups.items()) if names]
 
 
 def compact_text(text):
@@ -59,8 +74,7 @@ def compact_text(text):
     inner = text[start:j]
     if MARKER in inner:
         return None
-    kept = [c for c in (_compact_line(ln) for ln in inner.split("\n")) if c is not None]
-    block = OPEN + "\n" + MARKER + "\n" + "".join(c + "\n" for c in kept) + CLOSE
+    block = OPEN + "\n" + MARKER + "\n" + "".join(c + "\n" for c in names_only_lines(inner)) + CLOSE
     return text[:i] + block + "\n" + NOTE + text[j + len(CLOSE):]
 
 
@@ -125,18 +139,7 @@ def block_names(text):
     j = text.find(CLOSE, i + 1) if i >= 0 else -1
     if j < 0:
         return None
-    names = set()
-    for line in text[i + len(OPEN):j].split("\n"):
-        line = line.rstrip()
-        if line.startswith("    - "):
-            name = line[6:].split(": ", 1)[0].strip()
-            if name:
-                names.add(name)
-        elif line.startswith("  ") and NAMES_ONLY in line:
-            for name in line.split(NAMES_ONLY, 1)[1].split(","):
-                if name.strip():
-                    names.add(name.strip())
-    return names
+    return {n for names in _category_names(text[i + len(OPEN):j]).values() for n in names}
 
 
 def request_system_text(request):

@@ -63,12 +63,8 @@ SYSTEM_PROMPT = (
 COMPACT_BLOCK = (
     "<available_skills>\n"
     "<!-- skill-retrieval:compact -->\n"
-    "  devops:\n"
-    "    - k8s-cert-rotation\n"
-    "    - helm-charts\n"
-    "  docs:\n"
-    "    - pdf-ocr\n"
-    "    - long-desc\n"
+    "  devops [names only]: helm-charts, k8s-cert-rotation\n"
+    "  docs [names only]: long-desc, pdf-ocr\n"
     "  notes [names only]: meeting-notes, todo-lists\n"
     "</available_skills>\n" + compact.NOTE)
 TOOLS = [{"type": "function", "function": {"name": "skill_view", "parameters": {"type": "object"}}}]
@@ -301,9 +297,13 @@ def test_compact_text_exact_lines_and_note_once():
     assert out.startswith(SYSTEM_PROMPT[:SYSTEM_PROMPT.index("<available_skills>")])
     assert out.endswith(SYSTEM_PROMPT[SYSTEM_PROMPT.index("</available_skills>") + 19:])
     assert compact.compact_text(out) is None
-    # A skill whose name has no description and a category with none stay as they are.
-    assert compact.compact_text("<available_skills>\n  general:\n    - a\n</available_skills>") == \
-        "<available_skills>\n%s\n  general:\n    - a\n</available_skills>\n%s" % (compact.MARKER, compact.NOTE)
+    # Nested categories fold into their top-level line, each name once.
+    assert compact.compact_text("<available_skills>\n  general:\n    - b\n  general/sub: x\n    - a: d\n"
+                                "  misc/deep [names only]: c, b\n  empty:\n</available_skills>") == \
+        "<available_skills>\n%s\n  general [names only]: a, b\n  misc [names only]: b, c\n</available_skills>\n%s" \
+        % (compact.MARKER, compact.NOTE)
+    assert compact.block_names(out) == compact.block_names(SYSTEM_PROMPT) == {
+        "k8s-cert-rotation", "helm-charts", "pdf-ocr", "long-desc", "meeting-notes", "todo-lists"}
 
 
 @pytest.mark.parametrize("request_", [

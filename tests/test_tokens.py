@@ -8,11 +8,13 @@ change in either format fails here.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
 from conftest import assert_clean, make_skill
 
+from retriever import compact
 from retriever.cli import tokens
 
 LONG = "Rotate kubernetes TLS certificates on every node without downtime"  # 66 chars
@@ -50,31 +52,26 @@ HERMES = (
 # 19 + 10 + 53 + 78 + 7 + 52 + 8 + 25 + 11 + 20 + 19 = 302
 HERMES_CHARS = 302
 
-NOTE = ("(Descriptions are left out of the list above: the descriptions of the skills "
-        "relevant to a request arrive after the user's message. "
-        "skill_view(name) loads any listed skill.)")
+NOTE = ("(Names only: the skills relevant to a request are described after the "
+        "user's message; skill_view(name) loads any listed skill.)")
+# One line per top-level category, names sorted and comma-separated.
 NAMES_ONLY = (
     "<available_skills>\n"
     "<!-- skill-retrieval:compact -->\n"
-    "  devops:\n"
-    "    - docker-debug\n"
-    "    - k8s-certs\n"
-    "  git:\n"
-    "    - git-bisect\n"
-    "  solo:\n"
-    "    - solo\n"
-    "  writing:\n"
-    "    - readme-writer\n"
+    "  devops [names only]: docker-debug, k8s-certs\n"
+    "  git [names only]: git-bisect\n"
+    "  solo [names only]: solo\n"
+    "  writing [names only]: readme-writer\n"
     "</available_skills>\n" + NOTE
 )
-# 19 + 33 + 10 + 19 + 16 + 7 + 17 + 8 + 11 + 11 + 20 + 20 + 173 (note) = 364
-NAMES_ONLY_CHARS = 364
+# 19 + 33 + 47 + 31 + 26 + 38 + 20 + 127 (note) = 341
+NAMES_ONLY_CHARS = 341
 
 
 def test_hand_counts_match_the_literals():
     # Guards the hand counts themselves (and the 60-char cut: 57 + "...").
     assert len(HERMES) == HERMES_CHARS
-    assert len(NOTE) == 173
+    assert len(NOTE) == 127
     assert len(NAMES_ONLY) == NAMES_ONLY_CHARS
     assert tokens.hermes_description(LONG) == LONG[:57] + "..."
     assert len(tokens.hermes_description(LONG)) == 60
@@ -141,3 +138,20 @@ def test_no_skills_exits_1(cli, tmp_path):
     assert "no skills" in proc.stderr
     # No table of an empty library (it would show a negative saving).
     assert proc.stdout == ""
+
+
+HERMES_AGENT = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "hermes-agent"
+
+
+@pytest.mark.skipif(not HERMES_AGENT.is_dir(), reason="../shared/corpora/hermes-agent is not present")
+def test_names_only_block_is_a_fifth_of_stock_on_the_hermes_agent_library(cli_env, monkeypatch):
+    # Issue 10: at most 20% of the stock listing, every listed name kept
+    # (skill_view(name) takes exactly these), the same bytes on every pass.
+    for k, v in cli_env.items():
+        monkeypatch.setenv(k, v)
+    m = tokens.measure([str(HERMES_AGENT)], queries=list(tokens.DEFAULT_QUERIES))
+    stock, names = m["blocks"]["hermes"], m["blocks"]["names_only"]
+    assert m["names_only_chars"] <= 0.20 * m["hermes_block_chars"], (m["names_only_chars"], m["hermes_block_chars"])
+    assert compact.block_names(names) == compact.block_names(stock) and len(compact.block_names(stock)) > 150
+    assert tokens.names_only_block(stock) == names and compact.compact_text(names) is None
+    assert tokens.estimate(m["injection_chars"]["mean"]) <= 350

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from retriever import build, locate, query, render, service, settings, skills
+from retriever import build, compact, locate, query, render, service, settings, skills
 from retriever.cli.stats import percentile
 
 EST = "≈ tokens (chars/4)"
@@ -127,23 +127,9 @@ def hermes_block(recs, cat_desc=None):
 
 
 def names_only_block(block):
-    """What the Hermes plugin's middleware leaves of ``block``: names,
-    categories, its marker and its note (retriever.compact)."""
-    try:
-        from retriever import compact
-    except ImportError:  # an install without the plugin: same rule, inline
-        return _compact_inline(block)
+    """What the Hermes plugin's middleware leaves of ``block``: one names
+    line per top-level category, its marker and its note (retriever.compact)."""
     return compact.compact_text(block) or block
-
-
-def _compact_inline(block):
-    lines = []
-    for line in block.split("\n")[1:-1]:
-        if line.startswith("    - "):
-            lines.append("    - " + line[6:].split(": ", 1)[0])
-        elif line.startswith("  "):
-            lines.append(line.split(": ", 1)[0].rstrip(":") + ":")
-    return "<available_skills>\n" + "".join(l + "\n" for l in lines) + "</available_skills>"
 
 
 def claude_listing(recs):
