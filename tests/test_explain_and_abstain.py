@@ -142,3 +142,28 @@ def test_make_eval_harness_prints_the_table(tmp_path):
     assert "| own | seed-style | 2 |" in proc.stdout
     own = json.loads(report.read_text())["results"]["default"]["own"]
     assert own["R@1"] == 1.0 and own["neg silent"] == 1.0
+
+
+def test_keep_filters_before_the_cut_the_floor_and_abstention(cli, lib):
+    """query.search(keep=...): candidates failing ``keep`` take no top-k
+    place, set no floor and decide no abstention; keep=None is unchanged."""
+    from retriever import store
+    from retriever.query import search
+    root, index = lib
+    assert_clean(cli("build", "--root", root, "--index", index))
+    idx = store.load(str(index))
+    q = "extract text from scanned pdf files with ocr, then rotate the kubernetes tls certificates"
+    for k in (1, 2, 6):
+        assert search(idx, q, k, 0.3, 0.3) == search(idx, q, k, 0.3, 0.3, keep=lambda r: True)
+    allr = search(idx, q, 6, 0, 0)
+    assert len(allr) >= 3 and allr[1]["score"] < allr[0]["score"]
+    best, second = allr[0]["name"], allr[1]["name"]
+    hide = lambda r: r["name"] != best
+    # Hidden first: the next match takes the one place, and what is hidden
+    # is never returned.
+    assert [r["name"] for r in search(idx, q, 1, 0, 0, keep=hide)] == [second]
+    assert best not in [r["name"] for r in search(idx, q, 6, 0, 0, keep=hide)]
+    # Without keep, the hidden best sets a floor the next match is under.
+    floor = (1 + allr[1]["score"] / allr[0]["score"]) / 2
+    assert [r["name"] for r in search(idx, q, 6, 0, floor)] == [best]
+    assert [r["name"] for r in search(idx, q, 6, 0, floor, keep=hide)][0] == second
