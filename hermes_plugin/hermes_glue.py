@@ -1,5 +1,5 @@
-"""Where the plugin touches Hermes beyond ``ctx``: its skill folders, its
-skill-change signal and the tools its skills index was built with.
+"""Where the plugin touches Hermes beyond ``ctx``: its home, its prompt
+builder, its skill-change signal and the tools its skills index was built with.
 
 Every Hermes module is looked up at call time (``visibility.hermes_module``),
 so the plugin imports and its tests run without Hermes.  Functions that
@@ -9,7 +9,6 @@ forced rediscovery): each copy adds its listener under its own key.
 """
 
 import functools
-import os
 import sys
 
 from retriever.visibility import hermes_module
@@ -30,21 +29,11 @@ def hermes_home():
     return locate.hermes_home()
 
 
-def hermes_roots():
-    """The folders Hermes lists skills from, local first: ``skills/`` under
-    its home, then ``skills.external_dirs`` (what ``<available_skills>``
-    is built from)."""
-    su = hermes_module("agent.skill_utils")
-    get = getattr(su, "get_all_skills_dirs", None)
-    if get is not None:
-        try:
-            return [str(p) for p in get()]
-        except Exception:
-            pass
-    from retriever import hermes_config
-    hh = hermes_home()
-    cfg = hermes_config.load(hh)
-    return [os.path.join(hh, "skills")] + hermes_config.external_dirs(cfg, hh)
+def has_prompt_builder():
+    """True when Hermes' prompt builder (``agent.prompt_builder``, which
+    writes ``<available_skills>``) is importable."""
+    pb = hermes_module("agent.prompt_builder")
+    return callable(getattr(pb, "build_skills_system_prompt", None))
 
 
 def valid_hooks():

@@ -42,8 +42,9 @@ def revalidate_interval():
 
 
 def new_state(roots=None, index_path=None, interval="env"):
-    """Fresh plugin state.  ``roots=None`` means Hermes' own skill folders
-    (looked up at each load), ``index_path=None`` the default cache path for
+    """Fresh plugin state.  ``roots=None`` means what a Hermes session can
+    load (its skill folders and enabled plugins' skills, under Hermes' home,
+    with its config.yaml), ``index_path=None`` the default cache path for
     those roots, ``interval`` the freshness-check period (None: off)."""
     return {
         "roots": list(roots) if roots is not None else None,
@@ -85,11 +86,16 @@ def _open(state, reason):
     index.  Logs the health line when the index in memory changes."""
     from retriever import service
     with state["load_lock"]:
-        roots = state["roots"] if state["roots"] is not None else hermes_glue.hermes_roots()
         t0 = time.perf_counter()
         wall0 = time.time()
-        idx, path = service.open_index({"roots": roots, "index": state["index_path"], "fresh": True,
-                                        "quiet": True})
+        if state["roots"] is not None:
+            req = {"roots": state["roots"]}
+        else:
+            # Hermes' home passed explicitly: its config.yaml (disabled
+            # skills, external dirs, enabled plugins) applies whether or
+            # not HERMES_HOME is set, and is in the freshness manifest.
+            req = {"only_hermes": True, "hermes_home": hermes_glue.hermes_home()}
+        idx, path = service.open_index(dict(req, index=state["index_path"], fresh=True, quiet=True))
         ms = (time.perf_counter() - t0) * 1000.0
         hdr = idx["header"]
         state["last_check"] = time.monotonic()
@@ -103,8 +109,9 @@ def _open(state, reason):
              hdr.get("n_docs", 0), hdr.get("n_terms", 0),
              "built" if rebuilt else "loaded", ms, reason, path)
     if not hdr.get("n_docs"):
-        where = ", ".join(r["path"] for r in hdr.get("roots", ())) or "(no folders)"
-        warn_once(state, "Skill retrieval: no skills found under %s; nothing will be injected" % where)
+        where = ", ".join(r["path"] for r in hdr.get("roots", ()))
+        warn_once(state, "No active skills found for BM25 index (%s); nothing will be injected"
+                  % ("none under " + where if where else "no skill folder exists"))
     return True
 
 
@@ -292,11 +299,20 @@ def register(ctx, key="skill-retrieval"):
     """Wire the plugin into Hermes through ``ctx``; returns the state.
 
     ``key`` names this copy's listeners on the shared Hermes wrappers.
+    An invalid setting is reported here, in Hermes' log, and once per process.
     """
     from retriever import settings
     state = new_state()
     ctx.register_hook("pre_llm_call", make_pre_llm_call(state))
+    # Compaction rewrites the block Hermes' prompt builder writes; without
+    # that builder there is no known block to rewrite.  Said once, here.
     compact_on = compact_enabled()
+    has_builder = hermes_glue.has_prompt_builder()
+    if not has_builder:
+        warn_once(state, "Cannot locate prompt_builder%s (agent.prompt_builder); skill changes are seen "
+                  "by the on-disk freshness check only, and skills with tool conditions are not offered"
+                  % (" — compaction skipped" if compact_on else ""))
+        compact_on = False
     if compact_on:
         add = getattr(ctx, "register_middleware", None)
         try:
@@ -319,12 +335,16 @@ def register(ctx, key="skill-retrieval"):
         signals.append("clear_skills_system_prompt_cache")
     observed = hermes_glue.observe_index_builds(
         key, lambda tools, toolsets, text: on_index_build(state, tools, toolsets, text))
-    if not observed or not signals:
-        warn_once(state, "Skill retrieval: Hermes prompt builder not found (agent.prompt_builder); "
-                  "skill changes are seen by the on-disk freshness check only, and skills with "
-                  "tool conditions are offered only once the index block has been seen")
+    if has_builder and (not observed or not signals):
+        warn_once(state, "Skill retrieval: Hermes' prompt builder has no %s; skill changes are seen by "
+                  "the on-disk freshness check only, and skills with tool conditions are offered only "
+                  "once the index block has been seen"
+                  % ("build_skills_system_prompt" if not observed else "clear_skills_system_prompt_cache"))
     refresh(state, "startup")  # warm up off the first turn's path
     top_k, inject_k = settings.limits(warn=log.warning)
-    log.info("Skill retrieval plugin registered (top_k=%d, inject_k=%d, compact=%s, signals=%s)",
-             top_k, inject_k, "on" if compact_on else "off", ",".join(signals) or "none")
+    for name in ("SKILL_RETRIEVAL_MIN_SCORE", "SKILL_RETRIEVAL_MIN_SCORE_RATIO"):
+        settings.get(name, warn=log.warning)  # a bad value is said here, in Hermes' log, once
+    # The first part is the original plugin's line (v0.7.0), which users grep for.
+    log.info("Skill retrieval plugin registered (top_k=%d, compact=%s) inject_k=%d, signals=%s",
+             top_k, "true" if compact_on else "false", inject_k, ",".join(signals) or "none")
     return state

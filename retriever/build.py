@@ -32,9 +32,10 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
         rlist = discover.dedupe_roots([{"path": locate.abspath(r), "source": "root", "prefix": ""}
                                        for r in roots])
     else:
-        rlist = discover.default_roots(env=dict(os.environ, HERMES_HOME=hh),
-                                       external_dirs=hermes_config.external_dirs(cfg, hh),
-                                       only_hermes=only_hermes)
+        env = dict(os.environ, HERMES_HOME=hh)
+        rlist = discover.default_roots(env=env, external_dirs=hermes_config.external_dirs(cfg, hh),
+                                       only_hermes=only_hermes,
+                                       plugin_dirs=hermes_config.plugin_skill_dirs(cfg, hh, env))
     return {
         "roots": rlist,
         "explicit": explicit,

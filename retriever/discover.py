@@ -24,11 +24,11 @@ def _root(path, source, prefix=""):
     return {"path": os.path.abspath(os.path.expanduser(path)), "source": source, "prefix": prefix}
 
 
-def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False):
+def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False, plugin_dirs=None):
     """Skill roots in precedence order, for when no ``--root`` is given.
 
     1. Hermes local skills, ``$HERMES_HOME/skills``
-    2. Hermes plugin skills, ``$HERMES_HOME/plugins/<plugin>/skills`` (ids ``<plugin>:...``)
+    2. Hermes plugin skills, ``$HERMES_HOME/plugins/<plugin>/skills`` (named ``<plugin>:<skill>``)
     3. Hermes ``skills.external_dirs`` from config.yaml
     4. Claude Code personal skills, ``~/.claude/skills``
     5. Claude Code project skills, ``$CLAUDE_PROJECT_DIR/.claude/skills``
@@ -36,31 +36,31 @@ def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False):
 
     Only roots that exist are returned.  When two roots hold a skill of the
     same name, the earlier root wins and the later one is reported as shadowed.
-    ``only_hermes`` keeps 1 and 3: the folders Hermes itself lists skills
-    from (what its shell hook may suggest).
+    ``plugin_dirs`` is ``hermes_config.plugin_skill_dirs()`` (None: every
+    plugin folder, named by its folder).  ``only_hermes`` keeps what a
+    Hermes session can load: 1, 3 and the skills of enabled plugins.
     """
     env = os.environ if env is None else env
     home = os.path.expanduser("~")
     hh = locate.hermes_home(env)
+    if plugin_dirs is None:
+        plugins = os.path.join(hh, "plugins")
+        try:
+            names = sorted(os.listdir(plugins))
+        except OSError:
+            names = []
+        plugin_dirs = [(os.path.join(plugins, p, "skills"), p, True) for p in names]
     roots = [_root(os.path.join(hh, "skills"), "hermes")]
-    if only_hermes:
-        roots += [_root(d, "hermes-external") for d in external_dirs]
-        return dedupe_roots([r for r in roots if os.path.isdir(r["path"])])
-    plugins = os.path.join(hh, "plugins")
-    try:
-        names = sorted(os.listdir(plugins))
-    except OSError:
-        names = []
-    for p in names:
-        roots.append(_root(os.path.join(plugins, p, "skills"), "hermes-plugin", p + ":"))
-    for d in external_dirs:
-        roots.append(_root(d, "hermes-external"))
-    roots.append(_root(os.path.join(home, ".claude", "skills"), "claude-code"))
-    proj = env.get("CLAUDE_PROJECT_DIR")
-    if proj:
-        roots.append(_root(os.path.join(proj, ".claude", "skills"), "claude-code-project"))
-    roots.append(_root(os.path.join(home, ".agents", "skills"), "agents"))
-    roots.append(_root(os.path.join(cwd or os.getcwd(), ".agents", "skills"), "agents-project"))
+    roots += [_root(path, "hermes-plugin", name + ":") for path, name, enabled in plugin_dirs
+              if enabled or not only_hermes]
+    roots += [_root(d, "hermes-external") for d in external_dirs]
+    if not only_hermes:
+        roots.append(_root(os.path.join(home, ".claude", "skills"), "claude-code"))
+        proj = env.get("CLAUDE_PROJECT_DIR")
+        if proj:
+            roots.append(_root(os.path.join(proj, ".claude", "skills"), "claude-code-project"))
+        roots.append(_root(os.path.join(home, ".agents", "skills"), "agents"))
+        roots.append(_root(os.path.join(cwd or os.getcwd(), ".agents", "skills"), "agents-project"))
     return dedupe_roots([r for r in roots if os.path.isdir(r["path"])])
 
 

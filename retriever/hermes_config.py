@@ -92,3 +92,56 @@ def external_dirs(cfg, hermes_home):
             d = os.path.join(hermes_home, d)
         out.append(os.path.normpath(d))
     return out
+
+
+def _plugin_manifest(plugin_dir):
+    """A user plugin's ``plugin.yaml`` (or ``plugin.yml``) as a dict ({} when
+    absent or unreadable)."""
+    for fname in ("plugin.yaml", "plugin.yml"):
+        try:
+            with open(os.path.join(plugin_dir, fname), encoding="utf-8-sig") as f:
+                text = f.read()
+        except OSError:
+            continue
+        try:
+            import yaml
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except Exception:
+            return {}
+        return data if isinstance(data, dict) else {}
+    return {}
+
+
+def plugin_skill_dirs(cfg, hermes_home, env=None):
+    """``[(skills folder, plugin name, enabled)]`` for each user plugin
+    under ``$HERMES_HOME/plugins`` that bundles a ``skills/`` folder.
+
+    The name is the manifest ``name`` (Hermes registers a plugin's skills
+    as ``<manifest name>:<skill>``), else the folder.  Enabled follows
+    Hermes 0.19.0's loader: the folder or the name is in
+    ``plugins.enabled`` and in neither form in ``plugins.disabled``; plugins
+    of a kind Hermes never calls ``register`` on (``exclusive``,
+    ``model-provider``) and every plugin under ``HERMES_SAFE_MODE`` are not.
+    """
+    env = os.environ if env is None else env
+    plugins = os.path.join(hermes_home, "plugins")
+    try:
+        keys = sorted(os.listdir(plugins))
+    except OSError:
+        return []
+    section = cfg.get("plugins") if isinstance(cfg.get("plugins"), dict) else {}
+    enabled = set(_string_list(section.get("enabled"))) if isinstance(section.get("enabled"), list) else set()
+    disabled = set(_string_list(section.get("disabled"))) if isinstance(section.get("disabled"), list) else set()
+    safe_mode = str(env.get("HERMES_SAFE_MODE", "")).strip().lower() in ("1", "true", "yes", "on")
+    out = []
+    for key in keys:
+        skills = os.path.join(plugins, key, "skills")
+        if not os.path.isdir(skills):
+            continue
+        manifest = _plugin_manifest(os.path.join(plugins, key))
+        name = str(manifest.get("name") or key).strip() or key
+        on = (not safe_mode and (key in enabled or name in enabled)
+              and key not in disabled and name not in disabled
+              and manifest.get("kind") not in ("exclusive", "model-provider"))
+        out.append((skills, name, on))
+    return out

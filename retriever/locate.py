@@ -56,17 +56,21 @@ def hermes_home(environ=None):
     return abspath(raw or "~/.hermes")
 
 
-def spec_key(roots, platform, only_hermes=False):
-    """A short stable key for a root list (or the default roots)."""
+def spec_key(roots, platform, only_hermes=False, hermes_dir=None):
+    """A short stable key for a root list (or the default roots), and for
+    the Hermes config the build applies (``hermes_dir``, else
+    ``$HERMES_HOME``): the same roots with and without it are two indexes."""
     if roots:
         parts = ["roots"] + [abspath(r) for r in roots]
+        if hermes_dir or env("HERMES_HOME"):
+            parts.append("config=" + abspath(hermes_dir or hermes_home()))
     elif only_hermes:
-        parts = ["hermes", hermes_home()]
+        parts = ["hermes", abspath(hermes_dir or hermes_home())]
     else:
         # The inputs default_roots() reads; folders that may or may not
         # exist are keyed only when they do, so running from a different
         # project folder does not create a new index for nothing.
-        parts = ["default", hermes_home(), home()]
+        parts = ["default", abspath(hermes_dir or hermes_home()), home()]
         proj = env("CLAUDE_PROJECT_DIR")
         if proj and isdir(proj + "/.claude/skills"):
             parts.append("claude-project=" + abspath(proj))
@@ -77,9 +81,9 @@ def spec_key(roots, platform, only_hermes=False):
     return _fnv64("\0".join(parts))
 
 
-def default_index_path(roots, platform, only_hermes=False):
+def default_index_path(roots, platform, only_hermes=False, hermes_dir=None):
     """The cache path of the index for these roots."""
-    return "%s/index-%s.skr" % (cache_dir(), spec_key(roots, platform, only_hermes))
+    return "%s/index-%s.skr" % (cache_dir(), spec_key(roots, platform, only_hermes, hermes_dir))
 
 
 def _fnv64(s):

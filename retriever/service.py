@@ -12,7 +12,10 @@ A request is a plain dict; every key is optional:
                explicit ``index`` names in its header)
   index        index file (default: the per-user cache path for the roots)
   platform     Hermes platform (default $HERMES_PLATFORM)
-  only_hermes  default roots cut to Hermes' own folders (Hermes shell hook)
+  only_hermes  default roots cut to what a Hermes session loads (its shell
+               hook, its plugin)
+  hermes_home  the Hermes home whose config.yaml applies (default
+               $HERMES_HOME, else ~/.hermes): the plugin passes Hermes' own
   k            -k, already validated (settings.k_value)
   fresh        check the skills for changes before answering
   quiet        no stderr (hooks, the plugin)
@@ -49,7 +52,7 @@ def index_path(req):
     if req.get("index"):
         return locate.abspath(req["index"])
     return locate.default_index_path(list(req.get("roots") or ()), platform_of(req),
-                                     req.get("only_hermes", False))
+                                     req.get("only_hermes", False), req.get("hermes_home"))
 
 
 def platform_of(req):
@@ -113,13 +116,13 @@ def why_rebuild(idx, req, roots, platform):
     return None
 
 
-def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False):
+def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, hermes_home=None):
     """Build the index at ``path`` now, saying why on stderr unless quiet."""
     enable_site()
     from retriever import build
     import time
     t0 = time.perf_counter()
-    scope = build.resolve(roots or None, platform, warn=None, only_hermes=only_hermes)
+    scope = build.resolve(roots or None, platform, hermes_home, warn=None, only_hermes=only_hermes)
     header, problems = build.build(scope, path)
     touch_stamp(path)
     if not quiet:
@@ -140,13 +143,14 @@ def open_index(req):
         idx = store.load(path)
     except store.IndexError_ as exc:
         reason = "missing" if str(exc) == "missing" else "was unusable (%s)" % exc
-        rebuild(path, roots or roots_named_in(path), platform, reason, quiet, req.get("only_hermes", False))
+        rebuild(path, roots or roots_named_in(path), platform, reason, quiet, req.get("only_hermes", False),
+                req.get("hermes_home"))
         return store.load(path), path
     why = why_rebuild(idx, req, roots, platform)
     if why is None:
         return idx, path
     reason, roots, only_hermes = why
-    rebuild(path, roots, platform, reason, quiet, only_hermes)
+    rebuild(path, roots, platform, reason, quiet, only_hermes, req.get("hermes_home"))
     return store.load(path), path
 
 
@@ -248,7 +252,8 @@ def answer(text, req, idx=None):
         # The header checked out but a section is damaged (bad records or
         # offsets): rebuild once and answer from the new file.
         rebuild(path, list(req.get("roots") or ()) or roots_named_in(path), platform_of(req),
-                "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False), req.get("only_hermes", False))
+                "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False), req.get("only_hermes", False),
+                req.get("hermes_home"))
         results = search(store.load(path), text, top_k, keep=keep)
     return shortlist(text, results, inject_k, req.get("rerank", False), req.get("session_id")), path
 

@@ -65,11 +65,17 @@ def collect(roots, disabled=frozenset(), walked=None):
                 problems.append((md, "not valid UTF-8; undecodable bytes replaced"))
             folder = os.path.basename(skill_dir.rstrip(os.sep)) or "skill"
             rec, probs = frontmatter.parse_skill(text, folder)
+            plugin_skill = root.get("source") == "hermes-plugin"
+            if plugin_skill:
+                # Hermes loads a plugin's skill only by its qualified name
+                # (skill_view("<plugin>:<skill>")), and skills.disabled
+                # does not apply to it.
+                rec["name"] = root["prefix"] + folder
             if probs:
                 c["malformed"] += 1
             for p in probs:
                 problems.append((md, p))
-            if rec["name"] in disabled or folder in disabled:
+            if rec["name"] in disabled or (folder in disabled and not plugin_skill):
                 c["disabled"] += 1
                 continue
             sid = discover.skill_id(root, skill_dir)

@@ -129,13 +129,18 @@ def visible(result, view):
     path = result.get("path") or ""
     folder = path.rstrip("/").rsplit("/", 1)[-1]
     disabled = view["disabled"]
-    if name in disabled or folder in disabled:
+    # A plugin's skill ("<plugin>:<skill>") is never in the index; Hermes
+    # serves it through skill_view with the OS gate alone.
+    plugin_skill = ":" in name
+    if name in disabled or (folder in disabled and not plugin_skill):
         return False
     vis = result.get("vis")
     if not vis:
         return True
     if vis.get("platforms") and not _os_ok(vis["platforms"], view):
         return False
+    if plugin_skill:
+        return True
     if vis.get("environments") and not _environment_ok(vis["environments"], view):
         return False
     conditions = {k: list(vis.get(k) or ()) for k in CONDITION_KEYS}

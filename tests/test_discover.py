@@ -303,3 +303,53 @@ def test_the_same_root_twice_is_walked_once(tmp_path, cli):
     ids, proc = build_ids(cli, tmp_path, "--root", root, "--root", tmp_path / "alias", "--root", str(root) + "/")
     assert ids == ["only"]
     assert "shadowed" not in proc.stderr
+
+
+def test_setting_hermes_home_gives_explicit_roots_their_own_index(tmp_path, cli):
+    """Issue 10: the cache key says whether Hermes' config applied, so the
+    index built before HERMES_HOME was set is not reused after."""
+    hh = tmp_path / "hh"
+    hh.mkdir()
+    (hh / "config.yaml").write_text("skills:\n  disabled: [alpha]\n")
+    root = tmp_path / "mine"
+    make_skill(root, "alpha", fm("alpha", "Alpha discovery skill"))
+    make_skill(root, "beta", fm("beta", "Beta discovery skill"))
+
+    def names(**env):
+        proc = cli("--root", root, "--format", "json", "-k", "10", "discovery skill", env=env)
+        assert proc.returncode == 0, proc.stderr
+        return sorted(r["name"] for r in json_results(proc))
+
+    assert names() == ["alpha", "beta"]
+    assert names(HERMES_HOME=hh) == ["beta"]
+    assert names() == ["alpha", "beta"]
+
+
+def test_hermes_scope_holds_enabled_plugins_skills_by_their_hermes_name(tmp_path, cli):
+    """The folders a Hermes session loads skills from: local, external and
+    the skills of enabled plugins, named ``<manifest name>:<skill>``."""
+    hh = tmp_path / "hh"
+    make_skill(hh / "skills", "devops/local", fm("local"))
+    make_skill(hh / "plugins/my-plug/skills", "ftp-mirror", fm("mirror-skill", "Mirror a folder over ftp"))
+    (hh / "plugins/my-plug/plugin.yaml").write_text("name: myplug\nversion: 1\n")
+    make_skill(hh / "plugins/off/skills", "notes", fm("notes"))
+    make_skill(hh / "plugins/denied/skills", "denied-skill", fm("denied-skill"))
+    make_skill(hh / "plugins/memory/skills", "mem", fm("mem"))
+    (hh / "plugins/memory/plugin.yaml").write_text("name: memory\nkind: exclusive\n")
+    (hh / "config.yaml").write_text("plugins:\n  enabled: [myplug, denied, memory]\n  disabled: [denied]\n")
+    from retriever import build
+    import os
+    old = dict(os.environ)
+    try:
+        os.environ.update(HERMES_HOME=str(hh), HOME=str(tmp_path / "home"))
+        scope = build.resolve(None, only_hermes=True)
+        everything = build.resolve(None)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    assert [(r["source"], r["prefix"]) for r in scope["roots"]] == [("hermes", ""), ("hermes-plugin", "myplug:")]
+    assert {r["prefix"] for r in everything["roots"]} == {"", "myplug:", "off:", "denied:", "memory:"}
+    from retriever import skills
+    recs, _, _ = skills.collect(scope["roots"])
+    assert sorted((r["id"], r["name"]) for r in recs) == [("devops/local", "local"),
+                                                          ("myplug:ftp-mirror", "myplug:ftp-mirror")]

@@ -20,7 +20,7 @@ import pytest
 
 import hermes_plugin
 from hermes_plugin import runtime
-from retriever import compact, render, visibility
+from retriever import compact, query as rquery, render, visibility
 from retriever.runners import hermes_install
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,6 +96,19 @@ def hermes_home(tmp_path, monkeypatch):
                  "HERMES_PLATFORM", "HERMES_SESSION_PLATFORM"):
         monkeypatch.delenv(name, raising=False)
     return hh
+
+
+@pytest.fixture
+def prompt_builder(monkeypatch):
+    """Just Hermes' prompt builder (the block compaction rewrites), faked:
+    without it the plugin skips compaction."""
+    pb = types.ModuleType("agent.prompt_builder")
+    pb.build_skills_system_prompt = lambda available_tools=None, available_toolsets=None, \
+        compact_categories=None: SYSTEM_PROMPT
+    pb.clear_skills_system_prompt_cache = lambda *, clear_snapshot=False: None
+    monkeypatch.setitem(sys.modules, "agent", types.ModuleType("agent"))
+    monkeypatch.setitem(sys.modules, "agent.prompt_builder", pb)
+    return pb
 
 
 class FakeCtx:
@@ -263,7 +276,7 @@ def shapes():
 
 
 @pytest.mark.parametrize("shape", shapes(), ids=[s[0] for s in shapes()])
-def test_middleware_compacts_every_request_shape(hermes_home, shape):
+def test_middleware_compacts_every_request_shape(hermes_home, prompt_builder, shape):
     _, request, text_of = shape
     ctx, _ = start()
     (mw,) = ctx.middleware["llm_request"]
@@ -313,13 +326,13 @@ def test_compact_text_exact_lines_and_note_once():
     {"system": [{"type": "image"}], "messages": []},
     {"instructions": "<available_skills>\n  never closed"},
 ], ids=["none", "empty", "no-messages", "bad-message", "user-first", "no-block", "odd-system", "unclosed"])
-def test_middleware_leaves_other_requests_alone(hermes_home, request_):
+def test_middleware_leaves_other_requests_alone(hermes_home, prompt_builder, request_):
     ctx, _ = start()
     (mw,) = ctx.middleware["llm_request"]
     assert mw(request=request_, original_request=copy.deepcopy(request_), session_id="s") is None
 
 
-def test_last_rewrite_wins_when_another_middleware_follows(hermes_home):
+def test_last_rewrite_wins_when_another_middleware_follows(hermes_home, prompt_builder):
     # Hermes folds middleware results in order and keeps the last valid
     # {"request": ...}; every callback sees the same unmodified copy.
     ctx, _ = start()
@@ -342,11 +355,11 @@ def test_compact_off_registers_no_middleware(hermes_home, monkeypatch, caplog):
     ctx, _ = start()
     assert "llm_request" not in ctx.middleware
     assert ctx.hooks["pre_llm_call"]
-    assert "compact=off" in caplog.text
+    assert "compact=false" in caplog.text
 
 
 @pytest.mark.parametrize("variant", ["no-middleware-api", "middleware-raises"])
-def test_hook_survives_a_context_without_middleware(hermes_home, variant, caplog):
+def test_hook_survives_a_context_without_middleware(hermes_home, prompt_builder, variant, caplog):
     ctx = FakeCtx(middleware=False) if variant == "no-middleware-api" else FakeCtx(middleware_raises=True)
     hermes_plugin.register(ctx)
     assert len(ctx.hooks["pre_llm_call"]) == 1
@@ -442,10 +455,125 @@ def test_top_k_and_inject_k_are_honoured(hermes_home, monkeypatch):
     assert len(injected(ctx.hook()(**turn_kwargs(query)))) == 2
 
 
+@pytest.mark.parametrize("name,value", [("SKILL_RETRIEVAL_TOP_K", "abc"), ("SKILL_RETRIEVAL_INJECT_K", "0"),
+                                        ("SKILL_RETRIEVAL_MIN_SCORE", "2"),
+                                        ("SKILL_RETRIEVAL_MIN_SCORE_RATIO", "x")])
+def test_an_invalid_setting_warns_once_not_every_turn(hermes_home, monkeypatch, caplog, capfd, name, value):
+    from retriever import settings
+    monkeypatch.setattr(settings, "_warned", set())  # a fresh process
+    monkeypatch.setenv(name, value)
+    ctx, _ = start()
+    for _ in range(3):
+        assert injected(ctx.hook()(**turn_kwargs("rotate the kubernetes tls certificates")))
+    said = caplog.text + "".join(capfd.readouterr())
+    assert said.count("ignoring %s=" % name) == 1, said
+
+
 def test_disabled_skills_follow_config_without_hermes(hermes_home):
     # No Hermes: the index is built with config.yaml's skills.disabled.
     ctx, _ = start()
     assert ctx.hook()(**turn_kwargs("upload release archives to the legacy FTP server")) is None
+
+
+# ------------------------------------------------------------------ issue 10
+
+FTP = "upload release archives to the legacy ftp server"
+MIRROR = ("ftp-mirror", "Mirror a folder to an FTP server with lftp", "")
+
+
+@pytest.fixture
+def default_home(tmp_path, monkeypatch):
+    """Hermes' default home, ``~/.hermes`` with HERMES_HOME unset (as Hermes
+    leaves it outside profiles), ``ftp-upload`` disabled in its config.yaml
+    and ``ftp-mirror`` a weaker visible match for FTP."""
+    home = tmp_path / "home"
+    hh = home / ".hermes"
+    for rel, (name, desc, extra) in dict(SKILLS, **{"legacy/ftp-mirror": MIRROR}).items():
+        write_skill(hh / "skills", rel, name, desc, extra)
+    (hh / "config.yaml").write_text("skills:\n  disabled: [ftp-upload]\n")
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SKILL_RETRIEVAL_REVALIDATE", "off")
+    # A floor that a hidden best match would set above ftp-mirror's score.
+    monkeypatch.setenv("SKILL_RETRIEVAL_MIN_SCORE_RATIO", "0.5")
+    for name in ("SKILL_RETRIEVAL_TOP_K", "SKILL_RETRIEVAL_INJECT_K", "SKILL_RETRIEVAL_COMPACT",
+                 "HERMES_PLATFORM", "HERMES_SESSION_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    return hh
+
+
+@pytest.mark.parametrize("with_hermes", [True, False], ids=["hermes-modules", "fallback-loader"])
+def test_disabled_skill_under_the_default_hermes_home(default_home, monkeypatch, with_hermes):
+    # Defect 1: config.yaml is read at build time under ~/.hermes too, so a
+    # disabled best match is not in the index and sets no floor.
+    if with_hermes:
+        FakeHermes(monkeypatch, default_home)
+    ctx, state = start()
+    assert injected(ctx.hook()(**turn_kwargs(FTP))) == ["ftp-mirror"]
+    hdr = state["idx"]["header"]
+    assert hdr["config"] == str(default_home / "config.yaml") and hdr["disabled"] == ["ftp-upload"]
+    # config.yaml is in the freshness manifest: re-enabling is picked up.
+    (default_home / "config.yaml").write_text("skills:\n  disabled: []\n")
+    runtime.refresh(state, "test")
+    assert runtime.wait_idle(state)
+    assert "ftp-upload" in ranked(state, FTP)
+
+
+def other_os():
+    return "windows" if not sys.platform.startswith("win") else "linux"
+
+
+@pytest.mark.parametrize("hidden_by", ["hermes-disabled", "os"])
+def test_a_hidden_best_match_does_not_silence_a_visible_match(hermes_home, monkeypatch, hidden_by):
+    # Defect 2: visibility first, then the top-k cut, the floor, abstention.
+    write_skill(hermes_home / "skills", "legacy/ftp-mirror", *MIRROR)
+    (hermes_home / "config.yaml").write_text("")  # the index holds ftp-upload
+    if hidden_by == "hermes-disabled":
+        FakeHermes(monkeypatch, hermes_home)  # Hermes' own disabled set hides it at turn time
+    else:
+        write_skill(hermes_home / "skills", "legacy/ftp-upload", "ftp-upload", SKILLS["legacy/ftp-upload"][1],
+                    "platforms: [%s]\n" % other_os())
+    monkeypatch.setenv("SKILL_RETRIEVAL_MIN_SCORE_RATIO", "0.5")
+    ctx, state = start()
+    assert ranked(state, FTP)[0] == "ftp-upload"
+    assert injected(ctx.hook()(**turn_kwargs(FTP))) == ["ftp-mirror"]
+
+
+def test_a_skill_for_another_os_takes_no_top_k_place(tmp_path, monkeypatch):
+    # Defect 2: a macOS-only skill on Linux used to turn 6 injected into 5.
+    hh = tmp_path / "hermes"
+    tools = ["kubeadm", "openssl", "cert-manager", "vault", "etcd", "ingress", "istio"]
+    for t in tools:
+        write_skill(hh / "skills", "k8s/k8s-cert-" + t, "k8s-cert-" + t,
+                    "Rotate expiring Kubernetes TLS certificates with " + t,
+                    "platforms: [%s]\n" % other_os() if t == "etcd" else "")
+    monkeypatch.setenv("HERMES_HOME", str(hh))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SKILL_RETRIEVAL_REVALIDATE", "off")
+    ctx, state = start()
+    query = "rotate expiring kubernetes tls certificates"
+    assert "k8s-cert-etcd" in ranked(state, query)  # among the 6 best of all
+    got = injected(ctx.hook()(**turn_kwargs(query)))
+    assert len(got) == 6 and "k8s-cert-etcd" not in got
+
+
+def test_enabled_plugins_skills_are_ranked_under_their_plugin_name(hermes_home, monkeypatch):
+    # Defect 3: what Hermes lists plus the skills of enabled plugins, named
+    # <plugin>:<skill> (the only name skill_view loads them by).
+    plugins = hermes_home / "plugins"
+    write_skill(plugins / "myplug" / "skills", "ftp-mirror", *MIRROR)
+    (plugins / "myplug" / "plugin.yaml").write_text("name: myplug\nversion: 1.0.0\n")
+    write_skill(plugins / "offplug" / "skills", "ftp-sync", "ftp-sync",
+                "Sync release archives to the legacy FTP server nightly", "")
+    (hermes_home / "config.yaml").write_text("skills:\n  disabled: [ftp-upload]\n"
+                                             "plugins:\n  enabled: [skill-retrieval, myplug]\n")
+    FakeHermes(monkeypatch, hermes_home)
+    ctx, state = start()
+    got = injected(ctx.hook()(**turn_kwargs(FTP)))
+    assert got == ["myplug:ftp-mirror"]
+    names = {r["name"] for r in rquery.search(state["idx"], "ftp", 20, 0, 0)}
+    assert names == {"myplug:ftp-mirror"}  # neither the disabled skill nor the disabled plugin's
 
 
 # ------------------------------------------------------------------ visibility
@@ -624,21 +752,38 @@ def test_freshness_check_off_keeps_the_index(hermes_home):
 
 # ------------------------------------------------------------------ health logs
 
-def test_health_log_lines(hermes_home, caplog):
-    caplog.set_level(logging.INFO, logger=runtime.LOGGER_NAME)
-    hermes_plugin.register(FakeCtx())
-    msgs = [r.getMessage() for r in caplog.records if r.name == runtime.LOGGER_NAME]
-    assert any(m.startswith("Skill retrieval plugin registered (top_k=6, inject_k=6, compact=on") for m in msgs)
-    # Without Hermes there is no prompt builder to watch: a warning says so.
-    assert any("prompt builder not found" in m for m in msgs)
+def plugin_log(caplog, until=None):
+    """The plugin's log messages, waiting (bounded) for one starting with ``until``."""
     import time
     for _ in range(200):
         msgs = [r.getMessage() for r in caplog.records if r.name == runtime.LOGGER_NAME]
-        if any(m.startswith("BM25 index built: ") for m in msgs):
+        if until is None or any(m.startswith(until) for m in msgs):
             break
         time.sleep(0.05)
+    return msgs
+
+
+def test_health_log_lines(hermes_home, prompt_builder, caplog):
+    # The original plugin's (v0.7.0) texts, verbatim, which users grep for.
+    caplog.set_level(logging.INFO, logger=runtime.LOGGER_NAME)
+    hermes_plugin.register(FakeCtx())
+    msgs = plugin_log(caplog, "BM25 index built: ")
+    assert any(m.startswith("Skill retrieval plugin registered (top_k=6, compact=true)") for m in msgs), msgs
     built = [m for m in msgs if m.startswith("BM25 index built: ")]
     assert built and built[0].startswith("BM25 index built: %d docs" % (len(SKILLS) - 1))
+    assert not [m for m in msgs if "prompt_builder" in m]
+
+
+def test_missing_prompt_builder_skips_compaction_and_says_so_once(hermes_home, caplog):
+    caplog.set_level(logging.INFO, logger=runtime.LOGGER_NAME)
+    ctx = FakeCtx()
+    hermes_plugin.register(ctx)
+    for _ in range(3):
+        ctx.hook()(**turn_kwargs("rotate the kubernetes tls certificates"))
+    msgs = plugin_log(caplog, "BM25 index built: ")
+    assert ctx.middleware == {}
+    assert sum("Cannot locate prompt_builder — compaction skipped" in m for m in msgs) == 1, msgs
+    assert any(m.startswith("Skill retrieval plugin registered (top_k=6, compact=false)") for m in msgs), msgs
 
 
 def test_no_skills_warning(tmp_path, monkeypatch, caplog):
@@ -646,7 +791,7 @@ def test_no_skills_warning(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("SKILL_RETRIEVAL_REVALIDATE", "off")
     ctx, _ = start()
-    assert "no skills found" in caplog.text
+    assert caplog.text.count("No active skills found for BM25 index") == 1
     assert ctx.hook()(**turn_kwargs("rotate kubernetes certificates")) is None
 
 
@@ -662,7 +807,7 @@ def test_index_error_warns_and_injects_nothing(hermes_home, tmp_path, caplog):
         .count("index error") == 1
 
 
-def test_callbacks_never_raise(hermes_home, monkeypatch):
+def test_callbacks_never_raise(hermes_home, prompt_builder, monkeypatch):
     ctx, state = start()
     (mw,) = ctx.middleware["llm_request"]
 
@@ -723,7 +868,8 @@ def test_linked_plugin_imports_retriever_from_its_real_path(hermes_home, tmp_pat
                         cwd=tmp_path, timeout=60, env=dict(os.environ))
     assert cp.returncode == 0, cp.stderr
     lines = cp.stdout.splitlines()
-    assert lines[0].startswith("['llm_request', 'pre_llm_call'] - **k8s-cert-rotation**")
+    # No Hermes prompt builder: no block to compact, so no middleware.
+    assert lines[0].startswith("['pre_llm_call'] - **k8s-cert-rotation**")
     assert lines[1] == str(REPO / "retriever" / "__init__.py")
     assert lines[2] == "[]"  # no Hermes module was needed or imported
 
