@@ -240,9 +240,9 @@ def test_in_process_plugin_against_real_hermes(tmp_path):
     assert compact.MARKER not in out["mw_two"]["system"]
 
     logs = out["logs"]
-    assert any(m.startswith("Skill retrieval plugin registered (top_k=6, inject_k=6, compact=on") for m in logs)
+    assert any(m.startswith("Skill retrieval plugin registered (top_k=6, compact=true)") for m in logs), logs
     assert any(m.startswith("BM25 index built: %d docs" % (len(SKILLS) - 1)) for m in logs), logs  # legacy disabled
-    assert not [m for m in logs if "not found" in m or "error" in m], logs
+    assert not [m for m in logs if "not found" in m or "error" in m or "Cannot locate" in m], logs
 
     fresh = out["fresh"]
     assert fresh["before"] == []
@@ -296,10 +296,9 @@ def test_turn_with_the_plugin(tmp_path):
     block = skills_block(system)
     lines = block.splitlines()[1:-1]
     assert lines[0] == compact.MARKER, diag(cp, hh)
-    for ln in lines[1:]:  # names only: "  category:" or "    - name"
-        assert (ln.startswith("  ") and ln.endswith(":") and ": " not in ln) or \
-            (ln.startswith("    - ") and ": " not in ln), ln
-    assert "    - %s" % EXPECTED in lines
+    for ln in lines[1:]:  # names only: one "  category [names only]: a, b" line per top-level category
+        assert ln.startswith("  ") and not ln.startswith("   ") and compact.NAMES_ONLY in ln, ln
+    assert EXPECTED in compact.block_names(block)
     assert "Rotate expiring" not in system and "Documents and files" not in system
     assert system.count(compact.NOTE) == 1
     shown = compact.block_names(block)
@@ -318,7 +317,7 @@ def test_turn_with_the_plugin(tmp_path):
     # hermes_cli/oneshot.py), so only the registration line reaches agent.log;
     # the index line is checked in-process.
     log = (hh / "logs" / "agent.log").read_text()
-    assert "Skill retrieval plugin registered (top_k=6, inject_k=6, compact=on" in log
+    assert "Skill retrieval plugin registered (top_k=6, compact=true)" in log
 
 
 def test_turn_with_the_shell_hook(tmp_path):
@@ -352,3 +351,134 @@ def test_turn_control_plugin_not_enabled(tmp_path):
     assert "    - %s: %s..." % (EXPECTED, desc[:57]) in block, diag(cp, hh)  # Hermes' 60-char cut
     assert "  docs: Documents and files" in block
     assert user == PROMPT
+
+
+# ------------------------------------------------------------------ issue 10
+
+FTP_PROMPT = "upload release archives to the legacy ftp server"
+# (folder under skills/, name, description, extra frontmatter)
+FTP_SKILLS = [
+    ("legacy/ftp-upload", "ftp-upload", "Upload release archives to the legacy FTP server", ""),
+    ("legacy/ftp-finder", "ftp-finder",
+     "Upload release archives to the legacy FTP server from the macOS Finder", "platforms: [macos]\n"),
+    ("legacy/ftp-checksum", "ftp-checksum", "Checksum archives on an FTP server before a release", ""),
+    ("docs/pdf-ocr", "pdf-ocr", "Extract the text of scanned PDF documents with OCR (tesseract)", ""),
+]
+# A plugin that bundles skills, registering each as Hermes' convention has
+# it: ctx.register_skill(<folder>, <folder>/SKILL.md) -> "<plugin>:<folder>".
+BUNDLER = '''
+from pathlib import Path
+
+def register(ctx):
+    for d in sorted((Path(__file__).parent / "skills").iterdir()):
+        if (d / "SKILL.md").is_file():
+            ctx.register_skill(d.name, d / "SKILL.md")
+'''
+
+
+def make_default_home(base: Path, port: int = 1) -> tuple[Path, Path]:
+    """``HOME`` and its ``~/.hermes``: the home Hermes uses with HERMES_HOME
+    unset.  ``ftp-upload`` is disabled, ``ftp-finder`` is macOS-only, the
+    enabled plugin ``myplug`` bundles ``ftp-mirror`` and the plugin
+    ``offplug``, not enabled, bundles ``ftp-sync``."""
+    home = base / "home"
+    hh = home / ".hermes"
+    write_hermes_config(hh, port, plugins_enabled=("skill-retrieval", "myplug"),
+                        extra={"skills": {"disabled": ["ftp-upload"]}})
+    for rel, name, desc, extra in FTP_SKILLS:
+        d = hh / "skills" / rel
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n{extra}---\n\n# {name}\n\nSteps.\n")
+    for plug, skill, desc in (("myplug", "ftp-mirror", "Mirror release archives to a legacy FTP server with lftp"),
+                              ("offplug", "ftp-sync", "Sync release archives to the legacy FTP server nightly")):
+        p = hh / "plugins" / plug
+        (p / "skills" / skill).mkdir(parents=True)
+        (p / "skills" / skill / "SKILL.md").write_text(
+            f"---\nname: {skill}\ndescription: {desc}\n---\n\n# {skill}\n\nSteps.\n")
+        (p / "plugin.yaml").write_text(f"name: {plug}\nversion: 1.0.0\nkind: standalone\n")
+        (p / "__init__.py").write_text(BUNDLER)
+    (hh / "plugins" / "skill-retrieval").symlink_to(REPO_ROOT / "hermes_plugin")
+    return home, hh
+
+
+DEFAULT_HOME_IN_PROCESS = r'''
+import json, os, sys
+assert "HERMES_HOME" not in os.environ
+from hermes_cli.plugins import discover_plugins, get_plugin_manager, invoke_hook
+from tools.skills_tool import skill_view
+discover_plugins(force=True)
+res = invoke_hook("pre_llm_call", session_id="s1", task_id="t", turn_id="u", user_message=sys.argv[1],
+                  conversation_history=[], is_first_turn=True, model="m", platform="cli", sender_id="")
+out = {"plugins": {p["key"]: [p["enabled"], p["error"]] for p in get_plugin_manager().list_plugins()},
+       "context": [r["context"] for r in res if isinstance(r, dict)]}
+out["loads"] = {n: json.loads(skill_view(n)).get("success")
+                for n in ("myplug:ftp-mirror", "ftp-checksum", "offplug:ftp-sync")}
+print("RESULT " + json.dumps(out))
+'''
+
+
+def default_home_env(home: Path, tmp_path: Path) -> dict:
+    # A floor at 70% of the best score: ranked first, the disabled or the
+    # macOS-only skill would leave every visible match under it.
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
+            "SKILL_RETRIEVAL_REVALIDATE": "off", "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0.7", "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+
+
+def test_default_home_ranks_only_what_hermes_shows_in_process(tmp_path):
+    # Defects 1-3 in the real Hermes, in-process: HERMES_HOME unset.
+    require_hermes()
+    home, hh = make_default_home(tmp_path)
+    script = tmp_path / "default_home.py"
+    script.write_text(DEFAULT_HOME_IN_PROCESS)
+    cp = run_process([str(HERMES_PYTHON), str(script), FTP_PROMPT], default_home_env(home, tmp_path),
+                     tmp_path, timeout=120)
+    lines = [ln for ln in cp.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert cp.returncode == 0 and lines, diag(cp, hh)
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert out["plugins"]["skill-retrieval"] == [True, None] and out["plugins"]["myplug"] == [True, None]
+    assert out["plugins"]["offplug"][0] is False
+    got = names_in(out["context"][0] if out["context"] else None)
+    assert "myplug:ftp-mirror" in got and "ftp-checksum" in got, got
+    assert not {"ftp-upload", "ftp-finder", "offplug:ftp-sync"} & set(got), got
+    # Every injected name loads by exactly that name; the disabled plugin's does not.
+    assert out["loads"] == {"myplug:ftp-mirror": True, "ftp-checksum": True, "offplug:ftp-sync": False}
+
+
+def test_turn_under_the_default_home(tmp_path):
+    # The same through a real `hermes -z` turn: a disabled skill, a skill
+    # for another OS and a plugin-bundled skill, HERMES_HOME unset.
+    require_hermes()
+    with MockLLM() as mock:
+        home, hh = make_default_home(tmp_path, mock.port)
+        cp, reqs = run_hermes(FTP_PROMPT, hh, mock, home=home,
+                              extra_env=dict(default_home_env(home, tmp_path), HERMES_HOME=None))
+    posts = [r for r in reqs if r["method"] == "POST" and "/chat/completions" in r["path"]]
+    assert len(posts) == 1, diag(cp, hh)
+    messages = posts[0]["body"]["messages"]
+    shown = compact.block_names(skills_block(messages[0]["content"]))
+    assert shown == {"ftp-checksum", "pdf-ocr"}, diag(cp, hh)  # Hermes lists no plugin skill
+    user = messages[-1]["content"]
+    assert user.startswith(FTP_PROMPT + "\n\n" + render.HEADING + "\n"), diag(cp, hh)
+    got = names_in(user[len(FTP_PROMPT) + 2:])
+    assert sorted(got) == ["ftp-checksum", "myplug:ftp-mirror"], got
+
+
+def test_every_name_reaches_the_model_byte_identical_across_turns(tmp_path):
+    # The names-only block: every name Hermes lists, one line per top-level
+    # category, the same bytes on every turn (the prompt cache holds).
+    require_hermes()
+    blocks = []
+    with MockLLM() as mock:
+        hh = make_home(tmp_path, mock.port, enabled=())
+        _, control, _ = one_turn(hh, mock)
+        write_hermes_config(hh, mock.port, plugins_enabled=("skill-retrieval",), extra=SKILLS_CONFIG)
+        for _ in range(2):
+            cp, system, _ = one_turn(hh, mock)
+            blocks.append(skills_block(system))
+    original = skills_block(control)
+    assert compact.MARKER not in original
+    assert blocks[0] == blocks[1], diag(cp, hh)
+    assert blocks[0] == compact.compact_text(original)[:len(blocks[0])]
+    assert compact.block_names(blocks[0]) == compact.block_names(original) and len(compact.block_names(original)) >= 3
+    assert len(blocks[0]) < len(original)
