@@ -8,12 +8,19 @@ PY          := $(VENV)/bin/python
 CACHE       := .cache
 HERMES_VENV := $(CACHE)/hermes-venv
 NPM_DIR     := $(CACHE)/npm
+# The Hermes Agent the e2e tests pin, and the newest on PyPI (0.19.0 on
+# 2026-12-02: `pip index versions hermes-agent`).  A new release is one line:
+# HERMES_NEWEST; `make test` then also runs the Hermes e2e tests against it,
+# from its own venv (HERMES_NEWEST_PYTHON if it needs another interpreter).
 HERMES_VERSION      := 0.19.0
+HERMES_NEWEST       := 0.19.0
+HERMES_NEWEST_PYTHON ?= $(PYTHON_BASE)
+HERMES_NEWEST_VENV  := $(if $(filter $(HERMES_NEWEST),$(HERMES_VERSION)),$(HERMES_VENV),$(CACHE)/hermes-venv-$(HERMES_NEWEST))
 CLAUDE_CODE_VERSION := 2.1.197
 CODEX_VERSION       := 0.171.0
 DEMO_INDEX  := $(CACHE)/demo-index.skr
 
-.PHONY: demo test test-fast bench eval install e2e-env clean help
+.PHONY: demo test test-fast bench eval install e2e-env e2e-hermes-newest clean help
 
 help:
 	@echo "make demo    set up .venv and run a query over examples/skills"
@@ -45,6 +52,15 @@ $(HERMES_VENV)/.installed:
 	$(HERMES_VENV)/bin/pip install -q hermes-agent==$(HERMES_VERSION)
 	touch $@
 
+$(CACHE)/hermes-venv-%/.installed:
+	$(HERMES_NEWEST_PYTHON) -m venv $(CACHE)/hermes-venv-$*
+	$(CACHE)/hermes-venv-$*/bin/pip install -q hermes-agent==$*
+	touch $@
+
+# The Hermes e2e tests against the newest release (the pinned venv when it is the newest).
+e2e-hermes-newest: $(VENV)/.installed $(HERMES_NEWEST_VENV)/.installed
+	SKR_E2E_HERMES_VENV=$(abspath $(HERMES_NEWEST_VENV)) $(PY) -m pytest -q tests/e2e/test_hermes_e2e.py
+
 $(NPM_DIR)/.installed:
 	mkdir -p $(NPM_DIR)
 	cd $(NPM_DIR) && ( [ -f package.json ] || npm init -y >/dev/null ) && \
@@ -60,6 +76,7 @@ e2e-env: $(HERMES_VENV)/.installed
 
 test: $(VENV)/.installed e2e-env
 	$(PY) -m pytest -q
+	@if [ "$(HERMES_NEWEST)" != "$(HERMES_VERSION)" ]; then $(MAKE) --no-print-directory e2e-hermes-newest; fi
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not e2e"

@@ -832,6 +832,22 @@ def test_plugin_yaml_manifest():
     assert data["version"] and data["description"] and data["requires_hermes"].startswith(">=")
 
 
+def test_supported_hermes_versions_are_stated_where_users_look():
+    # plugin.yaml and the README name the Hermes releases the Makefile tests.
+    import re
+    make = (REPO / "Makefile").read_text()
+    tested = {re.search(r"^%s\s*:=\s*(\S+)" % var, make, re.M).group(1)
+              for var in ("HERMES_VERSION", "HERMES_NEWEST")}
+    manifest = (REPO / "hermes_plugin" / "plugin.yaml").read_text()
+    readme = (REPO / "README.md").read_text()
+    for v in tested:
+        assert "Hermes Agent %s" % v in manifest and "Hermes Agent %s" % v in readme, v
+    import yaml
+    floor = yaml.safe_load(manifest)["requires_hermes"][2:]
+    as_tuple = lambda v: tuple(int(x) for x in v.split(".")[:3])  # noqa: E731
+    assert all(as_tuple(floor) <= as_tuple(v) for v in tested)
+
+
 def test_no_kind_trap_tokens_in_the_plugin():
     # Hermes 0.19.0 reclassifies a plugin whose __init__.py mentions these.
     trap = ("register_memory_" + "provider", "Memory" + "Provider", "register_" + "provider", "Provider" + "Profile")

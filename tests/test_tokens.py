@@ -128,6 +128,8 @@ def test_text_table(corpus, cli, tmp_path):
     assert any(k.startswith("mean injection") for k in rows)
     assert any(k.startswith("net saving") for k in rows)
     assert "nothing injected for 1 of 2 queries" in out
+    assert "names-only block: %.0f%% of the stock listing; 5 of its 5 skill names kept" \
+        % (100.0 * NAMES_ONLY_CHARS / HERMES_CHARS) in out
 
 
 def test_no_skills_exits_1(cli, tmp_path):
@@ -153,5 +155,6 @@ def test_names_only_block_is_a_fifth_of_stock_on_the_hermes_agent_library(cli_en
     stock, names = m["blocks"]["hermes"], m["blocks"]["names_only"]
     assert m["names_only_chars"] <= 0.20 * m["hermes_block_chars"], (m["names_only_chars"], m["hermes_block_chars"])
     assert compact.block_names(names) == compact.block_names(stock) and len(compact.block_names(stock)) > 150
+    assert m["names_kept"] == m["names_listed"] == len(compact.block_names(stock))
     assert tokens.names_only_block(stock) == names and compact.compact_text(names) is None
     assert tokens.estimate(m["injection_chars"]["mean"]) <= 350

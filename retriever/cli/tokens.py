@@ -206,6 +206,9 @@ def measure(roots=(), index=None, queries=None, platform=None):
         "claude_listing_chars": len(claude),
         "claude_over_budget": len(claude) > CLAUDE_BUDGET,
         "names_only_chars": len(names),
+        # Every name the stock listing offers must survive (skill_view(name)).
+        "names_listed": len(compact.block_names(block) or ()),
+        "names_kept": len((compact.block_names(names) or set()) & (compact.block_names(block) or set())),
         "injection_chars": {"mean": round(mean, 1), "p95": percentile(inj, 95) or 0,
                             "max": max(inj) if inj else 0,
                             "empty": sum(1 for n in inj if n == 0)},
@@ -244,6 +247,8 @@ def render_text(m):
                   "; over its 8,000-char fallback budget, so it drops descriptions"
                   if m["claude_over_budget"] else ""))
     if m["hermes_block_chars"]:
+        out.append("names-only block: %.0f%% of the stock listing; %d of its %d skill names kept"
+                   % (100.0 * m["names_only_chars"] / m["hermes_block_chars"], m["names_kept"], m["names_listed"]))
         out.append("net saving: %s %s per turn, %.0f%% of the stock listing"
                    % (_fmt(estimate(m["net_saving_chars"])), EST,
                       100.0 * m["net_saving_chars"] / m["hermes_block_chars"]))

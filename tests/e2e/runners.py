@@ -79,7 +79,8 @@ __all__ = [
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("SKR_E2E_CACHE", REPO_ROOT / ".cache"))
-HERMES_VENV = CACHE_DIR / "hermes-venv"
+# SKR_E2E_HERMES_VENV: another Hermes release's venv (make e2e-hermes-newest).
+HERMES_VENV = Path(os.environ.get("SKR_E2E_HERMES_VENV") or CACHE_DIR / "hermes-venv")
 HERMES_BIN = HERMES_VENV / "bin" / "hermes"
 HERMES_PYTHON = HERMES_VENV / "bin" / "python"
 NPM_BIN = CACHE_DIR / "npm" / "node_modules" / ".bin"

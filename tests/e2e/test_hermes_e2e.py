@@ -411,6 +411,8 @@ res = invoke_hook("pre_llm_call", session_id="s1", task_id="t", turn_id="u", use
                   conversation_history=[], is_first_turn=True, model="m", platform="cli", sender_id="")
 out = {"plugins": {p["key"]: [p["enabled"], p["error"]] for p in get_plugin_manager().list_plugins()},
        "context": [r["context"] for r in res if isinstance(r, dict)]}
+import importlib.metadata
+out["version"] = importlib.metadata.version("hermes-agent")
 out["loads"] = {n: json.loads(skill_view(n)).get("success")
                 for n in ("myplug:ftp-mirror", "ftp-checksum", "offplug:ftp-sync")}
 print("RESULT " + json.dumps(out))
@@ -436,6 +438,11 @@ def test_default_home_ranks_only_what_hermes_shows_in_process(tmp_path):
     lines = [ln for ln in cp.stdout.splitlines() if ln.startswith("RESULT ")]
     assert cp.returncode == 0 and lines, diag(cp, hh)
     out = json.loads(lines[-1][len("RESULT "):])
+    # The host satisfies the floor plugin.yaml states (make e2e-hermes-newest runs this on the newest).
+    import yaml
+    floor = yaml.safe_load((REPO_ROOT / "hermes_plugin" / "plugin.yaml").read_text())["requires_hermes"][2:]
+    as_tuple = lambda v: tuple(int(x) for x in v.split(".")[:3])  # noqa: E731
+    assert as_tuple(out["version"]) >= as_tuple(floor), out["version"]
     assert out["plugins"]["skill-retrieval"] == [True, None] and out["plugins"]["myplug"] == [True, None]
     assert out["plugins"]["offplug"][0] is False
     got = names_in(out["context"][0] if out["context"] else None)
