@@ -457,3 +457,24 @@ def test_a_build_under_way_is_not_started_twice(hook, skills, cli_env, log, tmp_
     doc = parse(hook("codex", p, "--root", skills, "--index", index))
     assert "**pdf-extract**" in doc["hookSpecificOutput"]["additionalContext"]
     assert index.exists() and not lock.exists()
+
+
+def test_hermes_hook_ranks_within_what_hermes_shows(hook, tmp_path):
+    # Issue 10: a skill for another OS ranked first must neither take a
+    # place nor set the floor; an enabled plugin's skill is offered by its
+    # <plugin>:<skill> name, a disabled plugin's never.
+    import sys
+    other = "windows" if not sys.platform.startswith("win") else "linux"
+    hh = tmp_path / "hermes-home"
+    make_skill(hh / "skills", "legacy/ftp-finder", {"name": "ftp-finder", "platforms": [other],
+               "description": "Upload release archives to the legacy FTP server from the Finder"})
+    make_skill(hh / "skills", "legacy/ftp-checksum", {"name": "ftp-checksum",
+               "description": "Checksum archives on an FTP server before a release"})
+    for plug in ("myplug", "offplug"):
+        make_skill(hh / "plugins" / plug / "skills", "ftp-mirror", {"name": "ftp-mirror",
+                   "description": "Mirror release archives to a legacy FTP server"})
+    (hh / "config.yaml").write_text("plugins:\n  enabled: [myplug]\n")
+    env = {"HERMES_HOME": hh, "SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0.7"}
+    proc = hook("hermes", payload("hermes", "upload release archives to the legacy ftp server"), env=env)
+    got = set(re.findall(r"\*\*([a-z0-9:-]+)\*\*", parse(proc)["context"]))
+    assert got == {"ftp-checksum", "myplug:ftp-mirror"}, got
