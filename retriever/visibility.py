@@ -75,7 +75,23 @@ def make_view(platform="", tools_known=False, tools=None, toolsets=None, names=N
             disabled = set()
     return {"disabled": disabled, "tools_known": bool(tools_known),
             "tools": tools, "toolsets": toolsets, "names": names,
-            "su": su, "pb": hermes_module("agent.prompt_builder")}
+            "su": su, "pb": hermes_module("agent.prompt_builder"),
+            "plugin_skill": _plugin_skill_lookup()}
+
+
+def _plugin_skill_lookup():
+    """Hermes' registry of plugin skills (``find_plugin_skill(name)``), when
+    Hermes runs in this process (never imported for it): a plugin skill is
+    loadable only once its plugin registered it."""
+    plugins = sys.modules.get("hermes_cli.plugins")
+    get = getattr(plugins, "get_plugin_manager", None)
+    if get is None:
+        return None
+    try:
+        find = getattr(get(), "find_plugin_skill", None)
+    except Exception:
+        return None
+    return find if callable(find) else None
 
 
 def _os_ok(platforms, view):
@@ -123,6 +139,16 @@ def _conditions_ok(conditions, view):
         all(t in tools for t in conditions["requires_tools"])
 
 
+def _registered(name, view):
+    find = view.get("plugin_skill")
+    if find is None:
+        return True  # no registry to ask: the enabled plugins' skills stand
+    try:
+        return find(name) is not None
+    except Exception:
+        return True
+
+
 def visible(result, view):
     """True if Hermes would offer the skill of ``result`` in this session."""
     name = result["name"]
@@ -130,9 +156,11 @@ def visible(result, view):
     folder = path.rstrip("/").rsplit("/", 1)[-1]
     disabled = view["disabled"]
     # A plugin's skill ("<plugin>:<skill>") is never in the index; Hermes
-    # serves it through skill_view with the OS gate alone.
+    # serves it through skill_view, once registered, with the OS gate alone.
     plugin_skill = ":" in name
     if name in disabled or (folder in disabled and not plugin_skill):
+        return False
+    if plugin_skill and not _registered(name, view):
         return False
     vis = result.get("vis")
     if not vis:

@@ -574,6 +574,14 @@ def test_enabled_plugins_skills_are_ranked_under_their_plugin_name(hermes_home, 
     assert got == ["myplug:ftp-mirror"]
     names = {r["name"] for r in rquery.search(state["idx"], "ftp", 20, 0, 0)}
     assert names == {"myplug:ftp-mirror"}  # neither the disabled skill nor the disabled plugin's
+    # Inside Hermes its registry has the last word: a skill the plugin did
+    # not register (ctx.register_skill) does not load, so it is not offered.
+    registry = {}
+    manager = types.SimpleNamespace(find_plugin_skill=registry.get)
+    monkeypatch.setattr(sys.modules["hermes_cli.plugins"], "get_plugin_manager", lambda: manager, raising=False)
+    assert injected(ctx.hook()(**turn_kwargs(FTP))) == []
+    registry["myplug:ftp-mirror"] = plugins / "myplug" / "skills" / "ftp-mirror" / "SKILL.md"
+    assert injected(ctx.hook()(**turn_kwargs(FTP))) == ["myplug:ftp-mirror"]
 
 
 # ------------------------------------------------------------------ visibility

@@ -379,11 +379,12 @@ def register(ctx):
 def make_default_home(base: Path, port: int = 1) -> tuple[Path, Path]:
     """``HOME`` and its ``~/.hermes``: the home Hermes uses with HERMES_HOME
     unset.  ``ftp-upload`` is disabled, ``ftp-finder`` is macOS-only, the
-    enabled plugin ``myplug`` bundles ``ftp-mirror`` and the plugin
-    ``offplug``, not enabled, bundles ``ftp-sync``."""
+    enabled plugin ``myplug`` bundles ``ftp-mirror``, the plugin
+    ``offplug``, not enabled, bundles ``ftp-sync``, and the enabled plugin
+    ``quietplug`` bundles ``ftp-archive`` but never registers it."""
     home = base / "home"
     hh = home / ".hermes"
-    write_hermes_config(hh, port, plugins_enabled=("skill-retrieval", "myplug"),
+    write_hermes_config(hh, port, plugins_enabled=("skill-retrieval", "myplug", "quietplug"),
                         extra={"skills": {"disabled": ["ftp-upload"]}})
     for rel, name, desc, extra in FTP_SKILLS:
         d = hh / "skills" / rel
@@ -397,6 +398,13 @@ def make_default_home(base: Path, port: int = 1) -> tuple[Path, Path]:
             f"---\nname: {skill}\ndescription: {desc}\n---\n\n# {skill}\n\nSteps.\n")
         (p / "plugin.yaml").write_text(f"name: {plug}\nversion: 1.0.0\nkind: standalone\n")
         (p / "__init__.py").write_text(BUNDLER)
+    quiet = hh / "plugins" / "quietplug"
+    (quiet / "skills" / "ftp-archive").mkdir(parents=True)
+    (quiet / "skills" / "ftp-archive" / "SKILL.md").write_text(
+        "---\nname: ftp-archive\ndescription: Upload release archives to the legacy FTP server, "
+        "then archive them\n---\n\n# ftp-archive\n\nSteps.\n")
+    (quiet / "plugin.yaml").write_text("name: quietplug\nversion: 1.0.0\nkind: standalone\n")
+    (quiet / "__init__.py").write_text("def register(ctx):\n    pass\n")
     (hh / "plugins" / "skill-retrieval").symlink_to(REPO_ROOT / "hermes_plugin")
     return home, hh
 
@@ -414,7 +422,7 @@ out = {"plugins": {p["key"]: [p["enabled"], p["error"]] for p in get_plugin_mana
 import importlib.metadata
 out["version"] = importlib.metadata.version("hermes-agent")
 out["loads"] = {n: json.loads(skill_view(n)).get("success")
-                for n in ("myplug:ftp-mirror", "ftp-checksum", "offplug:ftp-sync")}
+                for n in ("myplug:ftp-mirror", "ftp-checksum", "offplug:ftp-sync", "quietplug:ftp-archive")}
 print("RESULT " + json.dumps(out))
 '''
 
@@ -447,9 +455,10 @@ def test_default_home_ranks_only_what_hermes_shows_in_process(tmp_path):
     assert out["plugins"]["offplug"][0] is False
     got = names_in(out["context"][0] if out["context"] else None)
     assert "myplug:ftp-mirror" in got and "ftp-checksum" in got, got
-    assert not {"ftp-upload", "ftp-finder", "offplug:ftp-sync"} & set(got), got
-    # Every injected name loads by exactly that name; the disabled plugin's does not.
-    assert out["loads"] == {"myplug:ftp-mirror": True, "ftp-checksum": True, "offplug:ftp-sync": False}
+    assert not {"ftp-upload", "ftp-finder", "offplug:ftp-sync", "quietplug:ftp-archive"} & set(got), got
+    # Every injected name loads by exactly that name; the others do not.
+    assert out["loads"] == {"myplug:ftp-mirror": True, "ftp-checksum": True, "offplug:ftp-sync": False,
+                            "quietplug:ftp-archive": False}
 
 
 def test_turn_under_the_default_home(tmp_path):
