@@ -24,7 +24,7 @@ def _root(path, source, prefix=""):
     return {"path": os.path.abspath(os.path.expanduser(path)), "source": source, "prefix": prefix}
 
 
-def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False, plugin_dirs=None):
+def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False, plugin_dirs=()):
     """Skill roots in precedence order, for when no ``--root`` is given.
 
     1. Hermes local skills, ``$HERMES_HOME/skills``
@@ -36,20 +36,14 @@ def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False, plugi
 
     Only roots that exist are returned.  When two roots hold a skill of the
     same name, the earlier root wins and the later one is reported as shadowed.
-    ``plugin_dirs`` is ``hermes_config.plugin_skill_dirs()`` (None: every
-    plugin folder, named by its folder).  ``only_hermes`` keeps what a
-    Hermes session can load: 1, 3 and the skills of enabled plugins.
+    ``plugin_dirs`` is ``hermes_config.plugin_skill_dirs()``: every plugin
+    folder with skills, its name and whether Hermes loads it.
+    ``only_hermes`` keeps what a Hermes session can load: 1, 3 and the
+    skills of enabled plugins.
     """
     env = os.environ if env is None else env
     home = os.path.expanduser("~")
     hh = locate.hermes_home(env)
-    if plugin_dirs is None:
-        plugins = os.path.join(hh, "plugins")
-        try:
-            names = sorted(os.listdir(plugins))
-        except OSError:
-            names = []
-        plugin_dirs = [(os.path.join(plugins, p, "skills"), p, True) for p in names]
     roots = [_root(os.path.join(hh, "skills"), "hermes")]
     roots += [_root(path, "hermes-plugin", name + ":") for path, name, enabled in plugin_dirs
               if enabled or not only_hermes]

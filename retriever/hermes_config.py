@@ -12,6 +12,11 @@ def config_path(hermes_home):
     return os.path.join(hermes_home, "config.yaml")
 
 
+def _parse_yaml(text):
+    import yaml
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def load(hermes_home, warn=None):
     """Return the parsed config.yaml as a dict ({} when absent or invalid)."""
     path = config_path(hermes_home)
@@ -25,8 +30,7 @@ def load(hermes_home, warn=None):
             warn("%s: cannot read (%s)" % (path, exc.strerror or exc))
         return {}
     try:
-        import yaml
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = _parse_yaml(text)
     except Exception as exc:
         if warn:
             warn("%s: invalid YAML (%s); ignoring it" % (path, str(exc).split("\n")[0][:120]))
@@ -104,8 +108,7 @@ def _plugin_manifest(plugin_dir):
         except OSError:
             continue
         try:
-            import yaml
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            data = _parse_yaml(text)
         except Exception:
             return {}
         return data if isinstance(data, dict) else {}
