@@ -29,8 +29,7 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
         use_config = not explicit or bool(os.environ.get("HERMES_HOME")) or hermes_home is not None
     cfg = hermes_config.load(hh, warn) if use_config else {}
     if explicit:
-        rlist = discover.dedupe_roots([{"path": locate.abspath(r), "source": "root", "prefix": ""}
-                                       for r in roots])
+        rlist = discover.dedupe_roots([_explicit_root(r) for r in roots])
     else:
         env = dict(os.environ, HERMES_HOME=hh)
         rlist = discover.default_roots(env=env, external_dirs=hermes_config.external_dirs(cfg, hh),
@@ -50,12 +49,25 @@ def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=N
     }
 
 
+def _explicit_root(r):
+    # A --root path, or a root dict of a runner's skill set whose naming
+    # and hiding rules (runners/skillsets.py) are kept.
+    if not isinstance(r, dict):
+        return {"path": locate.abspath(r), "source": "root", "prefix": ""}
+    out = {"path": locate.abspath(r["path"]), "source": r.get("source") or "root", "prefix": r.get("prefix") or ""}
+    for rule in ("naming", "hide_manual"):
+        if r.get(rule):
+            out[rule] = r[rule]
+    return out
+
+
 def signature(scope, walked=None):
     """Digest of the stat manifest and the roots: changes iff the skills,
     their locations or the config changed."""
     extra = [scope["config"]] if scope["config"] else []
     man = discover.manifest(scope["roots"], extra, walked)
-    roots = tuple((r["path"], r["prefix"]) for r in scope["roots"])
+    roots = tuple(locate.root_key(r) if r.get("naming") or r.get("hide_manual") else (r["path"], r["prefix"])
+                  for r in scope["roots"])
     # repr, not marshal: marshal output depends on object identity (shared
     # strings become back-references), so equal data could digest differently.
     return hashlib.blake2b(repr((roots, man)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
@@ -103,7 +115,7 @@ def scope_of(header, warn=None):
     """The scope an existing index covers, re-resolved now: the same roots
     (or the default roots, which may have gained or lost folders) and the
     current config, so a disabled-list edit reaches the rebuild."""
-    roots = [r["path"] for r in header["roots"]] if header["explicit"] else None
+    roots = list(header["roots"]) if header["explicit"] else None
     return resolve(roots, header["platform"] or None, header["hermes_home"], warn,
                    use_config=bool(header["config"]), only_hermes=header.get("only_hermes", False))
 

@@ -56,12 +56,27 @@ def hermes_home(environ=None):
     return abspath(raw or "~/.hermes")
 
 
+def root_key(root):
+    """A root's identity: its absolute path, plus its naming and hiding
+    rules when it has any (a runner's skill set, see runners/skillsets.py).
+    ``root`` is a path or a root dict; a plain folder keys as its path, so
+    the rules never change the key of an ordinary ``--root``."""
+    if not isinstance(root, dict):
+        return abspath(root)
+    key = abspath(root["path"])
+    naming, hide, prefix = root.get("naming") or "", bool(root.get("hide_manual")), root.get("prefix") or ""
+    if naming or hide:
+        key += "\1naming=%s\1prefix=%s\1hide=%d" % (naming, prefix, hide)
+    return key
+
+
 def spec_key(roots, platform, only_hermes=False, hermes_dir=None):
     """A short stable key for a root list (or the default roots), and for
     the Hermes config the build applies (``hermes_dir``, else
-    ``$HERMES_HOME``): the same roots with and without it are two indexes."""
+    ``$HERMES_HOME``): the same roots with and without it are two indexes;
+    one skill set, one key."""
     if roots:
-        parts = ["roots"] + [abspath(r) for r in roots]
+        parts = ["roots"] + [root_key(r) for r in roots]
         if hermes_dir or env("HERMES_HOME"):
             parts.append("config=" + abspath(hermes_dir or hermes_home()))
     elif only_hermes:

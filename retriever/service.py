@@ -79,8 +79,8 @@ def covers(header, roots):
     (any index covers "no roots given": its header names its own)."""
     if not roots:
         return True
-    want = set(locate.abspath(r) for r in roots)
-    return bool(header["explicit"]) and want == set(r["path"] for r in header["roots"])
+    want = set(locate.root_key(r) for r in roots)
+    return bool(header["explicit"]) and want == set(locate.root_key(r) for r in header["roots"])
 
 
 def roots_named_in(path):
@@ -91,7 +91,9 @@ def roots_named_in(path):
         f.close()
     except store.IndexError_:
         return []
-    return [r["path"] for r in header.get("roots", ())] if header.get("explicit") else []
+    # Whole root dicts: a runner's naming rules (runners/skillsets.py) are
+    # part of its roots.
+    return list(header.get("roots", ())) if header.get("explicit") else []
 
 
 def why_rebuild(idx, req, roots, platform):
@@ -111,7 +113,7 @@ def why_rebuild(idx, req, roots, platform):
         from retriever import build
         stale, _ = build.is_stale(hdr)
         if stale:
-            return ("was stale", [r["path"] for r in hdr["roots"]] if hdr["explicit"] else roots,
+            return ("was stale", list(hdr["roots"]) if hdr["explicit"] else roots,
                     hdr.get("only_hermes", False))
     return None
 

@@ -27,14 +27,28 @@ def _visibility(meta):
     return vis or None
 
 
+def manual_only(meta):
+    """True when the frontmatter says ``disable-model-invocation: true``:
+    the skill is for the user to call, and the runner hides it from the
+    model (a string "true" counts, as the fallback parser reads it)."""
+    v = meta.get("disable-model-invocation")
+    return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "yes", "on"))
+
+
 def collect(roots, disabled=frozenset(), walked=None):
     """Parse the skills below ``roots`` (in precedence order).
 
     Returns ``(skills, problems, counts)``: ``skills`` is a list of dicts
     (id, name, path, description, triggers, tags, category, body, vis,
     source); ``problems`` a list of ``(file, reason)``; ``counts`` per root
-    path: found / indexed / disabled / shadowed / unreadable.  ``walked``
-    reuses a discover.walk_roots() result.
+    path: found / indexed / disabled / hidden / shadowed / unreadable.
+    ``walked`` reuses a discover.walk_roots() result.
+
+    A root's rules (runners/skillsets.py) decide the name and visibility:
+    ``naming: "folder"`` names a skill by its folder, after the root's
+    prefix (Claude Code's ``plugin:skill``), not by its frontmatter; and
+    ``hide_manual`` leaves out ``disable-model-invocation`` skills, counted
+    as hidden.
     """
     skills = []
     problems = []
@@ -42,8 +56,9 @@ def collect(roots, disabled=frozenset(), walked=None):
     by_name = {}
     seen_files = set()
     for root in roots:
-        c = counts.setdefault(root["path"], {"found": 0, "indexed": 0, "disabled": 0,
+        c = counts.setdefault(root["path"], {"found": 0, "indexed": 0, "disabled": 0, "hidden": 0,
                                              "shadowed": 0, "unreadable": 0, "malformed": 0})
+        by_folder = root.get("naming") == "folder"
         found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
         for skill_dir, md in found:
             real = os.path.realpath(md)
@@ -71,6 +86,17 @@ def collect(roots, disabled=frozenset(), walked=None):
                 # (skill_view("<plugin>:<skill>")), and skills.disabled
                 # does not apply to it.
                 rec["name"] = root["prefix"] + folder
+            if by_folder:
+                rec["name"] = root.get("prefix", "") + folder
+                probs = [p for p in probs if not p.startswith("missing name")]
+                if not isinstance(rec["meta"].get("description"), str) or not rec["meta"]["description"].strip():
+                    # Claude Code describes such a skill by its first
+                    # paragraph, never by when_to_use (a field of its own).
+                    rec["description"] = " ".join(frontmatter._first_paragraph(rec["body"]).split()) \
+                        or rec["description"]
+            if root.get("hide_manual") and manual_only(rec["meta"]):
+                c["hidden"] += 1
+                continue
             if probs:
                 c["malformed"] += 1
             for p in probs:

@@ -287,7 +287,7 @@ def test_output_stays_under_10000_chars(runner, script, hook, tmp_path):
 def _names(proc, runner):
     doc = parse(proc)
     text = json.dumps(doc, ensure_ascii=False)
-    return set(re.findall(r"\*\*([a-z0-9-]+)\*\*", text))
+    return set(re.findall(r"\*\*([a-z0-9:-]+)\*\*", text))
 
 
 def _marked(root, name, word):
@@ -319,8 +319,10 @@ def test_claude_code_folders(hook, tmp_path, cli_env):
     (home / ".claude" / "settings.json").write_text(json.dumps({"enabledPlugins": {"a@m": True, "b@m": False}}))
     proc = hook("claude-code", payload("claude-code", "zebra", cwd=str(sub)), "-k", "20",
                 env={"CLAUDE_PROJECT_DIR": started})
-    assert _names(proc, "claude-code") == {"user-skill", "repo-skill", "sub-skill", "agents-skill",
-                                           "home-agents-skill", "started-skill", "plugin-skill"}
+    # Claude Code 2.1.197 and 2.1.332 read no .agents/skills (checked with
+    # the real CLI); a plugin skill is named plugin:folder.
+    assert _names(proc, "claude-code") == {"user-skill", "repo-skill", "sub-skill", "started-skill",
+                                           "a:plugin-skill"}
 
 
 def test_codex_folders(hook, tmp_path):
@@ -334,9 +336,11 @@ def test_codex_folders(hook, tmp_path):
     _marked(repo / ".agents" / "skills", "repo-agents", "zebra")
     _marked(home / ".agents" / "skills", "user-agents", "zebra")
     _marked(repo / ".claude" / "skills", "claude-only", "zebra")
+    _marked(repo / "src" / ".codex" / "skills", "cwd-codex", "zebra")
+    _marked(repo / ".codex" / "skills", "parent-codex", "zebra")  # Codex 0.171.0 reads only the cwd's
     proc = hook("codex", payload("codex", "zebra", cwd=str(repo / "src")), "-k", "20",
                 env={"CODEX_HOME": codex_home})
-    assert _names(proc, "codex") == {"codex-home-skill", "repo-agents", "user-agents"}
+    assert _names(proc, "codex") == {"codex-home-skill", "repo-agents", "user-agents", "cwd-codex"}
 
 
 def test_gemini_folders(hook, tmp_path):
@@ -357,12 +361,15 @@ def test_cline_folders(hook, tmp_path):
     _marked(home / ".cline" / "skills", "user-cline", "zebra")
     _marked(ws1 / ".cline" / "skills", "ws1-cline", "zebra")
     _marked(ws1 / ".clinerules" / "skills", "ws1-clinerules", "zebra")
-    _marked(ws2 / ".claude" / "skills", "ws2-claude", "zebra")
+    _marked(ws2 / ".agents" / "skills", "ws2-agents", "zebra")
+    _marked(home / ".agents" / "skills", "user-agents", "zebra")
+    _marked(ws2 / ".claude" / "skills", "ws2-claude-only", "zebra")
     _marked(home / ".claude" / "skills", "claude-user-only", "zebra")
     p = payload("cline", "zebra")
     p["workspaceRoots"] = [str(ws1), str(ws2)]
     proc = hook("cline", p, "-k", "20")
-    assert _names(proc, "cline") == {"user-cline", "ws1-cline", "ws1-clinerules", "ws2-claude"}
+    # the folders Cline 3.0.65 lists skills from (checked with the real CLI)
+    assert _names(proc, "cline") == {"user-cline", "ws1-cline", "ws1-clinerules", "ws2-agents", "user-agents"}
 
 
 def test_hermes_uses_only_the_folders_hermes_lists_skills_from(hook, tmp_path):

@@ -52,6 +52,9 @@ def _add_scope(p):
 
 def _add_query_args(p):
     _add_scope(p)
+    p.add_argument("--runner", metavar="RUNNER",
+                   help="rank the skill set this runner's hook ranks from here (claude-code, codex, gemini, "
+                        "cline, hermes, opencode): its folders and its names")
     p.add_argument("-k", type=k_type, metavar="N",
                    help="most skills printed (default $SKILL_RETRIEVAL_INJECT_K or 6); fewer come back "
                         "when fewer match well")
@@ -130,7 +133,14 @@ def run_query(args):
     from retriever import render, service
     from retriever.service import read_stdin, write_out
     opts = {"roots": args.root, "index": args.index, "k": args.k, "platform": args.platform,
-            "fresh": args.fresh, "rerank": args.rerank}
+            "fresh": args.fresh, "rerank": args.rerank, "runner": args.runner}
+    if args.runner and not args.root:
+        from retriever.runners import skillsets
+        try:
+            skillsets.scope_request(opts)
+        except ValueError as exc:
+            sys.stderr.write("skill-retrieve: error: %s\n" % exc)
+            return 2
     text = " ".join(args.words) if args.words else read_stdin()
     results, path = service.answer(text, opts)
     out = render.json_doc(text, results) if args.format == "json" else render.text_block(results)

@@ -40,11 +40,12 @@ def _finding(report, level, what, fix=""):
 # ---------------------------------------------------------------- roots
 
 
-def _runner_roots(runner, cwd):
-    """The skill folders ``runner`` reads from ``cwd`` (existing ones).
-    Hermes reads the default roots (its own config rules included)."""
-    if runner == "hermes":
-        return [r["path"] for r in build.resolve(None)["roots"]]
+def _runner_set(runner, cwd):
+    """The skill set ``runner`` reads from ``cwd``: root dicts (existing
+    folders, each with the ``source`` it came from and the runner's naming
+    rules).  Hermes reads the default roots (its own config rules included)."""
+    if not RECORDS[runner].get("skills"):
+        return build.resolve(None)["roots"]
     return hookio.roots_for(runner, {"cwd": cwd, "workspaceRoots": [cwd]})
 
 
@@ -534,11 +535,16 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
     else:
         rlist, by_path = [], {}
         for r in selected:
-            for p in _runner_roots(r, cwd):
+            for root in _runner_set(r, cwd):
+                p = root["path"]
+                # Where the folder came from in this runner's set ("claude-code
+                # plugin x@y", "codex project", ...): what `doctor --runner` shows.
+                src = root.get("source") or r
+                src = src if src.startswith(r) else "%s %s" % (r, src)
                 if p in by_path:
-                    by_path[p]["source"] += ", " + r
+                    by_path[p]["source"] += ", " + src
                 else:
-                    by_path[p] = {"path": p, "source": r, "prefix": ""}
+                    by_path[p] = dict(root, source=src)
                     rlist.append(by_path[p])
     recs = check_roots(report, rlist)
     if not recs:
@@ -548,7 +554,8 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
                  "or pass --root DIR")
     for info in installed:
         r = info["runner"]
-        info["roots"] = _runner_roots(r, cwd) if not roots else [x["path"] for x in rlist]
+        info["set"] = _runner_set(r, cwd) if not roots else rlist
+        info["roots"] = [x["path"] for x in info["set"]]
         if not info["roots"] and recs:
             _finding(report, "warn", "%s reads none of the folders holding skills (from %s)" % (r, cwd),
                      "put skills where %s looks (see `skill-retrieve hook --help`)" % r)
@@ -569,7 +576,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
             hermes = info["runner"] == "hermes"
             # The same request the hook makes, so the same path.
             path = service.index_path({"index": h_index, "platform": platform,
-                                       "roots": h_roots or ([] if hermes else info.get("roots") or []),
+                                       "roots": h_roots or ([] if hermes else info.get("set") or []),
                                        "only_hermes": hermes and not h_roots})
             info["index"] = path
             if h_roots or info.get("roots") or info["runner"] == "hermes":

@@ -34,7 +34,7 @@ def parse_fast(argv):
     Raises Usage for malformed values of the flags it knows.
     """
     opts = {"roots": [], "index": None, "k": None, "format": "text", "platform": None,
-            "fresh": False, "words": [], "hook": None, "rerank": False}
+            "fresh": False, "words": [], "hook": None, "rerank": False, "runner": None}
     args = list(argv)
     if args and args[0] in _SUBCOMMANDS_COLD:
         return None
@@ -58,7 +58,7 @@ def parse_fast(argv):
             i += 1
             continue
         name, eq, val = a.partition("=")
-        if name in ("--root", "--index", "-k", "--k", "--format", "--platform"):
+        if name in ("--root", "--index", "-k", "--k", "--format", "--platform", "--runner"):
             if not eq:
                 if i + 1 >= len(args):
                     raise Usage("%s needs a value" % name)
@@ -71,6 +71,8 @@ def parse_fast(argv):
                 opts["index"] = val
             elif name == "--platform":
                 opts["platform"] = val
+            elif name == "--runner":
+                opts["runner"] = val
             elif name == "--format":
                 if val not in ("text", "json"):
                     raise Usage("--format must be text or json, not %r" % val)
@@ -119,6 +121,13 @@ def main(argv=None):
     if opts["hook"]:
         from retriever.runners import hook as hookio
         return hookio.run(opts["hook"], opts)
+    if opts["runner"] and not opts["roots"]:
+        from retriever.runners import skillsets
+        try:
+            skillsets.scope_request(opts)
+        except ValueError as exc:
+            warn("error: %s" % exc)
+            return 2
     text = " ".join(opts["words"]) if opts["words"] else read_stdin()
     try:
         results, path = service.answer(text, opts)

@@ -17,14 +17,11 @@ Hot path: runs under ``python -I -S`` right after ``retriever.cli.entry``, so it
 imports only built-in modules and the query path (no json, re, os).
 """
 
-import posix
 import sys
 
 from retriever import locate
 from retriever.service import read_stdin, write_out
 from retriever.runners.registry import NAMES as RUNNERS, get as runner_record
-
-_MAX_ANCESTORS = 40
 
 
 # ---------------------------------------------------------------- payload
@@ -70,172 +67,13 @@ def message_text(value):
 # ------------------------------------------------------------------ roots
 
 
-def _dir_key(path):
-    # Folders are deduplicated by inode so a symlinked alias (say
-    # ~/.agents/skills -> ~/.claude/skills) is indexed once; the index
-    # header lists deduplicated roots and must match what we ask for.
-    try:
-        st = posix.stat(path)
-    except OSError:
-        return None
-    if (st.st_mode & 0o170000) != 0o040000:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
-def _existing(paths):
-    """The paths that are folders, in order, without aliases of one folder."""
-    seen = set()
-    out = []
-    for p in paths:
-        if not p:
-            continue
-        p = locate.abspath(p)
-        key = _dir_key(p)
-        if key is None or key in seen:
-            continue
-        seen.add(key)
-        out.append(p)
-    return out
-
-
-def _exists(path):
-    try:
-        posix.stat(path)
-        return True
-    except OSError:
-        return False
-
-
-def project_dirs(cwd):
-    """``cwd`` and its parents up to the repository root (the first folder
-    holding ``.git``), nearest first; just ``[cwd]`` outside a repository.
-
-    Claude Code and Codex read project skills from each of these.
-    """
-    if not cwd:
-        return []
-    cwd = locate.abspath(cwd)
-    chain = []
-    d = cwd
-    for _ in range(_MAX_ANCESTORS):
-        chain.append(d)
-        if _exists(d + "/.git"):
-            return chain
-        if d == "/":
-            break
-        d = d.rsplit("/", 1)[0] or "/"
-    return [cwd]
-
-
-def _payload_cwd(payload, env_name=None):
-    cwd = payload.get("cwd")
-    if isinstance(cwd, str) and cwd.startswith("/"):
-        return cwd
-    if env_name and locate.env(env_name):
-        return locate.env(env_name)
-    return posix.getcwd()
-
-
-def _claude_config_dir():
-    return locate.abspath(locate.env("CLAUDE_CONFIG_DIR") or "~/.claude")
-
-
-def _read_json(path):
-    # Small settings files only; a missing or broken file counts as empty.
-    try:
-        fd = posix.open(path, posix.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        chunks = []
-        while True:
-            b = posix.read(fd, 1 << 16)
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        posix.close(fd)
-    from retriever import jsonlite
-    try:
-        return jsonlite.loads(b"".join(chunks).decode("utf-8", "replace"))
-    except ValueError:
-        return None
-
-
-def claude_plugin_skill_dirs(config_dir, projects=()):
-    """``<installPath>/skills`` of each installed, not disabled Claude Code
-    plugin (``installed_plugins.json``, v1 or v2 layout); project-scoped
-    installs count only inside their project."""
-    data = _read_json(config_dir + "/plugins/installed_plugins.json")
-    plugins = data.get("plugins") if isinstance(data, dict) else None
-    if not isinstance(plugins, dict):
-        return []
-    settings = _read_json(config_dir + "/settings.json")
-    enabled = settings.get("enabledPlugins") if isinstance(settings, dict) else None
-    if not isinstance(enabled, dict):
-        enabled = {}
-    out = []
-    for key, entries in plugins.items():
-        if enabled.get(key) is False:
-            continue
-        for e in entries if isinstance(entries, list) else [entries]:
-            if not isinstance(e, dict) or not isinstance(e.get("installPath"), str):
-                continue
-            proj = e.get("projectPath")
-            if isinstance(proj, str) and proj and locate.abspath(proj) not in projects:
-                continue
-            out.append(e["installPath"] + "/skills")
-    return out
-
-
-def _projects(how, env_name, payload):
-    """The project folders a runner reads, nearest first."""
-    if how == "workspace":  # Cline names its workspace roots
-        ws = payload.get("workspaceRoots")
-        out = []
-        for w in ws if isinstance(ws, list) else []:
-            if isinstance(w, dict):
-                w = w.get("path") or w.get("fsPath")
-            if isinstance(w, str) and w.startswith("/"):
-                out.append(w)
-        return out
-    if how == "none":
-        return []
-    cwd = _payload_cwd(payload, env_name)
-    projects = project_dirs(cwd) if how == "ancestors" else [locate.abspath(cwd)]
-    started = locate.env(env_name) if env_name else ""
-    if started and locate.abspath(started) not in projects:
-        projects.append(locate.abspath(started))
-    return projects
-
-
-def _user_dir(env_name, default, sub):
-    base = locate.env(env_name) if env_name else ""
-    return locate.abspath(base or default) + ("/" + sub if sub else "")
-
-
 def roots_for(runner, payload):
-    """The skill folders ``runner`` reads for this payload, existing ones
-    only, in precedence order (earlier wins a name clash), as its registry
-    record says.  Hermes returns ``[]``: the default roots, which include
-    Hermes' own config rules."""
-    spec = runner_record(runner)["skills"]
-    projects = _projects(spec["projects"][0], spec["projects"][1], payload)
-    paths = []
-    for src in spec["dirs"]:
-        kind = src[0]
-        if kind == "hermes":
-            return []
-        if kind == "user":
-            paths.append(_user_dir(*src[1:]))
-        elif kind == "project":
-            paths += [d + "/" + src[1] for d in projects]
-        elif kind == "system":
-            paths.append(src[1])
-        elif kind == "claude-plugins":
-            paths += claude_plugin_skill_dirs(_claude_config_dir(), projects)
-    return _existing(paths)
+    """The runner's skill set for this payload: root dicts of existing
+    folders, precedence order, with the runner's naming rules (see
+    ``retriever.runners.skillsets``).  Hermes returns ``[]``: the default
+    roots, which include Hermes' own config rules."""
+    from retriever.runners.skillsets import skill_set
+    return skill_set(runner, payload)
 
 
 # ----------------------------------------------------------------- output

@@ -22,14 +22,10 @@ A record is a plain dict:
   timeout   (number, unit) registered with the hook
   switches  settings that turn every hook off: (dotted key, value that
             means off, how to fix it), for doctor
-  skills    where the runner reads skills, in precedence order (see
-            ``retriever.runners.hook.roots_for``):
-              projects: how the project folders are found (and the env
-                var naming the folder the runner started in)
-              dirs: ("user", env var or None, default folder, sub path),
-                    ("project", sub path), ("system", path),
-                    ("claude-plugins",) enabled Claude Code plugins' skills,
-                    ("hermes",) Hermes' own folders and config rules
+  skills    the name of the function in ``retriever.runners.skillsets``
+            that gives the runner's skill set: its folders in precedence
+            order and how it names and hides skills (None: Hermes' own
+            folders and config rules)
   payload   a sample stdin for doctor's live probe (the prompt is filled in)
   note      one line shown after install
 
@@ -48,12 +44,7 @@ RUNNERS = {
         "install": ("json", ("CLAUDE_CONFIG_DIR", "~/.claude", "settings.json"), ".claude/settings.json", {}),
         "timeout": (5, "s"),
         "switches": (("disableAllHooks", True, 'remove "disableAllHooks" from %s'),),
-        "skills": {"projects": ("ancestors", "CLAUDE_PROJECT_DIR"),
-                   "dirs": (("user", "CLAUDE_CONFIG_DIR", "~/.claude", "skills"),
-                            ("project", ".claude/skills"),
-                            ("claude-plugins",),
-                            ("project", ".agents/skills"),
-                            ("user", None, "~", ".agents/skills"))},
+        "skills": "claude_code",
         "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "UserPromptSubmit"},
         "note": "Claude Code runs it on every prompt (check with /hooks).",
     },
@@ -67,11 +58,7 @@ RUNNERS = {
         "install": ("json", ("CODEX_HOME", "~/.codex", "hooks.json"), ".codex/hooks.json", {}),
         "timeout": (5, "s"),
         "switches": (),
-        "skills": {"projects": ("ancestors", None),
-                   "dirs": (("project", ".agents/skills"),
-                            ("user", None, "~", ".agents/skills"),
-                            ("user", "CODEX_HOME", "~/.codex", "skills"),
-                            ("system", "/etc/codex/skills"))},
+        "skills": "codex",
         "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "UserPromptSubmit",
                     "turn_id": "doctor", "model": "doctor", "permission_mode": "default"},
         "note": ("Codex skips hooks it does not trust, silently: open codex and approve it in /hooks "
@@ -88,11 +75,7 @@ RUNNERS = {
                     {"name": "skill-retrieval", "description": "Inject the few skills relevant to this prompt"}),
         "timeout": (5000, "ms"),
         "switches": (("hooksConfig.enabled", False, 'set "hooksConfig": {"enabled": true} in %s'),),
-        "skills": {"projects": ("cwd", "GEMINI_PROJECT_DIR"),
-                   "dirs": (("project", ".agents/skills"),
-                            ("project", ".gemini/skills"),
-                            ("user", None, "~", ".agents/skills"),
-                            ("user", None, "~", ".gemini/skills"))},
+        "skills": "gemini",
         "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "BeforeAgent"},
         "note": ("Gemini CLI runs it before each turn; if your version has hooks off by default, "
                  "enable them in settings.json (hooksConfig.enabled or, in older releases, tools.enableHooks)."),
@@ -111,11 +94,7 @@ RUNNERS = {
                     "exec {command}\n", 0o755),
         "timeout": (30, "s"),
         "switches": (),
-        "skills": {"projects": ("workspace", None),
-                   "dirs": (("project", ".cline/skills"),
-                            ("project", ".clinerules/skills"),
-                            ("project", ".claude/skills"),
-                            ("user", None, "~", ".cline/skills"))},
+        "skills": "cline",
         "payload": {"hookName": "UserPromptSubmit", "taskId": "doctor"},
         "note": ("Cline runs it when hooks are enabled (Settings > Features > Hooks); its context "
                  "reaches the model in the VS Code extension."),
@@ -129,7 +108,7 @@ RUNNERS = {
         "install": ("hermes",),
         "timeout": (5, "s"),
         "switches": (),
-        "skills": {"projects": ("none", None), "dirs": (("hermes",),)},
+        "skills": None,
         "payload": {"hook_event_name": "pre_llm_call", "session_id": "doctor"},
         "note": "",
     },
@@ -165,13 +144,7 @@ RUNNERS = {
                     "}});\n", 0o644),
         "timeout": (5, "s"),
         "switches": (),
-        "skills": {"projects": ("ancestors", None),
-                   "dirs": (("project", ".opencode/skills"),
-                            ("user", "OPENCODE_CONFIG_DIR", "~/.config/opencode", "skills"),
-                            ("project", ".claude/skills"),
-                            ("user", None, "~", ".claude/skills"),
-                            ("project", ".agents/skills"),
-                            ("user", None, "~", ".agents/skills"))},
+        "skills": "opencode",
         "payload": {"session_id": "doctor"},
         "note": "OpenCode loads it at start-up: restart OpenCode.",
     },

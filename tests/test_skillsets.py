@@ -1,0 +1,203 @@
+"""Each runner's own skill set: Claude Code's names and hidden skills, one
+cache file per set, ``query --runner`` and ``doctor --runner``.
+
+Real skill trees in tmp_path, the real executable; the folders and naming
+rules asserted here are the ones the pinned CLIs were seen to use
+(retriever/runners/skillsets.py).
+"""
+
+import json
+import os
+import re
+
+import pytest
+
+from skillret_helpers import assert_clean, make_skill
+from test_hooks import hook, parse, payload  # noqa: F401  (hook is a fixture)
+
+from retriever import build, skills as skills_mod
+from retriever.runners import skillsets
+
+
+def _claude_tree(tmp_path):
+    """A repo with a project skill, a parent-folder skill, a plugin skill
+    and a disable-model-invocation skill, each with a frontmatter name that
+    differs from its folder (Claude Code uses the folder)."""
+    home = tmp_path / "home"
+    repo = tmp_path / "repo"
+    sub = repo / "sub"
+    (repo / ".git").mkdir(parents=True)
+    sub.mkdir()
+    make_skill(sub / ".claude" / "skills", "zebra-project", {"name": "fm-project",
+               "description": "Groom zebra manes in the project."})
+    make_skill(repo / ".claude" / "skills", "zebra-parent", {"name": "fm-parent",
+               "description": "Feed zebra herds from the parent folder."})
+    make_skill(sub / ".claude" / "skills", "zebra-manual", {"name": "fm-manual",
+               "description": "Paint zebra stripes by hand.", "disable-model-invocation": True})
+    plug = home / ".claude" / "plugins" / "cache" / "mk" / "zoo" / "1.0.0"
+    make_skill(plug / "skills", "zebra-plugin", {"name": "fm-plugin",
+               "description": "Count zebra stripes for the plugin."})
+    (plug / ".claude-plugin").mkdir(parents=True)
+    (plug / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "zoo", "version": "1.0.0"}))
+    (home / ".claude" / "plugins" / "installed_plugins.json").write_text(json.dumps(
+        {"version": 2, "plugins": {"zoo@mk": [{"scope": "user", "installPath": str(plug)}]}}))
+    (home / ".claude" / "settings.json").write_text(json.dumps({"enabledPlugins": {"zoo@mk": True}}))
+    return home, sub
+
+
+def _names(block):
+    return set(re.findall(r"- \*\*([^*]+)\*\*", block))
+
+
+def test_claude_code_names_skills_by_folder_and_hides_manual_ones(hook, tmp_path):
+    _, sub = _claude_tree(tmp_path)
+    doc = parse(hook("claude-code", payload("claude-code", "zebra", cwd=str(sub)), "-k", "20"))
+    block = doc["hookSpecificOutput"]["additionalContext"]
+    assert _names(block) == {"zebra-project", "zebra-parent", "zoo:zebra-plugin"}
+    assert "fm-" not in block and "manual" not in block
+
+
+def test_other_runners_keep_frontmatter_names_and_manual_skills(hook, tmp_path):
+    # Codex 0.171.0 lists a disable-model-invocation skill under its
+    # frontmatter name (seen in its request): only Claude Code's rules differ.
+    proj = tmp_path / "proj"
+    make_skill(proj / ".agents" / "skills", "zebra-dir", {"name": "zebra-fm",
+               "description": "Groom zebra manes.", "disable-model-invocation": True})
+    doc = parse(hook("codex", payload("codex", "zebra", cwd=str(proj))))
+    assert _names(doc["hookSpecificOutput"]["additionalContext"]) == {"zebra-fm"}
+
+
+def test_claude_code_when_to_use_and_first_paragraph_count(hook, tmp_path):
+    proj = tmp_path / "proj"
+    # no description: the first paragraph stands in; when_to_use is searched
+    make_skill(proj / ".claude" / "skills", "okapi", "when_to_use: when a giraffe cousin shows up",
+               body="# Okapi\n\nTrack okapi sightings in the rainforest.\n")
+    make_skill(proj / ".claude" / "skills", "other", {"description": "Unrelated gardening advice."})
+    for word in ("giraffe", "sightings"):
+        block = parse(hook("claude-code", payload("claude-code", word, cwd=str(proj))))[
+            "hookSpecificOutput"]["additionalContext"]
+        assert _names(block) == {"okapi"}
+    assert "Track okapi sightings" in block
+
+
+def test_disabled_plugin_and_foreign_project_install_are_left_out(tmp_path, monkeypatch):
+    home, sub = _claude_tree(tmp_path)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    plugin_roots = [r for r in skillsets.claude_code({"cwd": str(sub)}) if r["prefix"]]
+    assert [r["prefix"] for r in plugin_roots] == ["zoo:"]
+    # a project setting turns the plugin off
+    (sub / ".claude").mkdir(exist_ok=True)
+    (sub / ".claude" / "settings.json").write_text(json.dumps({"enabledPlugins": {"zoo@mk": False}}))
+    assert not [r for r in skillsets.claude_code({"cwd": str(sub)}) if r["prefix"]]
+    (sub / ".claude" / "settings.json").unlink()
+    # a project-scoped install counts only inside that project
+    data = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text())
+    data["plugins"]["zoo@mk"][0]["projectPath"] = str(tmp_path / "elsewhere")
+    (home / ".claude" / "plugins" / "installed_plugins.json").write_text(json.dumps(data))
+    assert not [r for r in skillsets.claude_code({"cwd": str(sub)}) if r["prefix"]]
+
+
+def test_collect_applies_a_roots_rules(tmp_path):
+    root = tmp_path / "skills"
+    make_skill(root, "dir-name", {"name": "fm-name", "description": "A."})
+    make_skill(root, "manual", "name: manual\ndescription: B.\ndisable-model-invocation: 'true'")
+    plain = {"path": str(root), "source": "root", "prefix": ""}
+    recs, _, counts = skills_mod.collect([plain])
+    assert sorted(r["name"] for r in recs) == ["fm-name", "manual"]
+    ruled = dict(plain, prefix="p:", naming="folder", hide_manual=True)
+    recs, _, counts = skills_mod.collect([ruled])
+    assert [r["name"] for r in recs] == ["p:dir-name"]
+    assert counts[str(root)]["hidden"] == 1
+
+
+def test_rules_are_part_of_the_index_identity(tmp_path):
+    root = tmp_path / "skills"
+    make_skill(root, "dir-name", {"name": "fm-name", "description": "A."})
+    plain = {"path": str(root), "source": "root", "prefix": ""}
+    ruled = dict(plain, naming="folder", hide_manual=True)
+    # a plain folder keys as before (existing caches stay valid) ...
+    assert skillsets.locate.spec_key([str(root)], None) == skillsets.locate.spec_key([plain], None)
+    # ... a skill set with rules gets its own cache file and signature
+    assert skillsets.locate.spec_key([ruled], None) != skillsets.locate.spec_key([plain], None)
+    s_plain, s_ruled = build.resolve([plain]), build.resolve([ruled])
+    assert build.signature(s_plain) != build.signature(s_ruled)
+    assert s_ruled["roots"][0]["naming"] == "folder"
+
+
+def test_one_cache_file_per_skill_set(hook, tmp_path, cli_env):
+    # The same folder through Claude Code (folder names) and Codex
+    # (frontmatter names): two sets, two files, neither rebuilt by the other.
+    proj = tmp_path / "proj"
+    make_skill(proj / ".claude" / "skills", "zebra-dir", {"name": "zebra-fm", "description": "Zebra care."})
+    (proj / ".agents").mkdir()
+    (proj / ".agents" / "skills").symlink_to(proj / ".claude" / "skills")
+    cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    for _ in range(2):
+        a = parse(hook("claude-code", payload("claude-code", "zebra", cwd=str(proj))))
+        b = parse(hook("codex", payload("codex", "zebra", cwd=str(proj))))
+        assert _names(a["hookSpecificOutput"]["additionalContext"]) == {"zebra-dir"}
+        assert _names(b["hookSpecificOutput"]["additionalContext"]) == {"zebra-fm"}
+    assert len([f for f in os.listdir(cache) if f.endswith(".skr")]) == 2
+    log = open(os.path.join(cache, "skill-retrieval.log")).read()
+    assert log.count("built index") == 2
+
+
+def test_query_runner_ranks_the_runners_set(cli, tmp_path):
+    _, sub = _claude_tree(tmp_path)
+    proc = cli("query", "--runner", "claude-code", "--format", "json", "-k", "20", "zebra", cwd=sub)
+    assert_clean(proc)
+    names = {r["name"] for r in json.loads(proc.stdout)["results"]}
+    assert names == {"zebra-project", "zebra-parent", "zoo:zebra-plugin"}
+    # the fast path and argparse agree; an unknown runner is a usage error
+    proc = cli("--runner", "claude-code", "zebra", cwd=sub)
+    assert_clean(proc)
+    assert "zoo:zebra-plugin" in proc.stdout
+    proc = cli("query", "--runner", "nope", "zebra", cwd=sub)
+    assert proc.returncode == 2 and "unknown runner" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_doctor_runner_shows_where_each_folder_came_from(cli, tmp_path):
+    _, sub = _claude_tree(tmp_path)
+    proc = cli("doctor", "--runner", "claude-code", "--format", "json", "--no-probe", cwd=sub)
+    assert "Traceback" not in proc.stderr
+    report = json.loads(proc.stdout)
+    sources = {r["path"]: r["source"] for r in report["roots"]}
+    assert sources[str(sub / ".claude" / "skills")] == "claude-code project"
+    assert sources[str(tmp_path / "repo" / ".claude" / "skills")] == "claude-code project"
+    plugin = [s for p, s in sources.items() if p.endswith("/zoo/1.0.0/skills")]
+    assert plugin == ["claude-code plugin zoo@mk"]
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "codex", "gemini", "cline"])
+def test_skill_set_lists_existing_folders_only(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for var in ("CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CODEX_HOME", "GEMINI_PROJECT_DIR", "CLINE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    assert skillsets.skill_set(runner, {"cwd": str(tmp_path), "workspaceRoots": [str(tmp_path)]}) == []
+    assert skillsets.skill_set("hermes", {}) == []
+
+
+def test_first_build_works_without_pyyaml(tmp_path, cli_env):
+    # The Claude Code plugin runs under the system python3, where PyYAML
+    # may be missing: the hook's first index build must still work.
+    import subprocess
+    import sys
+    venv = tmp_path / "no-yaml"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python3"
+    assert subprocess.run([str(py), "-c", "import yaml"], capture_output=True).returncode != 0
+    home = tmp_path / "home"
+    make_skill(home / ".claude" / "skills", "zebra-care",
+               raw='---\nname: fm\ndescription: "Zebra: care and feeding"\n'
+                   'when_to_use:\n  - feeding zebras\ndisable-model-invocation: false\n---\nBody.\n')
+    make_skill(home / ".claude" / "skills", "zebra-manual",
+               raw="---\ndescription: Zebra feeding by hand.\ndisable-model-invocation: true\n---\n")
+    from skillret_helpers import run_cli
+    env = dict(cli_env, SKILL_RETRIEVAL_PYTHON=str(py))
+    proc = run_cli(["hook", "claude-code"], env, input=json.dumps(payload("claude-code", "zebra feeding")))
+    block = parse(proc)["hookSpecificOutput"]["additionalContext"]
+    assert _names(block) == {"zebra-care"}
+    assert "Zebra: care and feeding" in block
