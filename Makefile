@@ -7,7 +7,9 @@ VENV        := .venv
 PY          := $(VENV)/bin/python
 CACHE       := .cache
 HERMES_VENV := $(CACHE)/hermes-venv
-NPM_DIR     := $(CACHE)/npm
+# Every pinned runner version, in this one place: tests/e2e/runners.py reads
+# these lines.  The end-to-end suite runs on both Claude Code versions.
+#
 # The Hermes Agent the e2e tests pin, and the newest on PyPI (0.19.0 on
 # 2026-12-02: `pip index versions hermes-agent`).  A new release is one line:
 # HERMES_NEWEST; `make test` then also runs the Hermes e2e tests against it,
@@ -17,7 +19,20 @@ HERMES_NEWEST       := 0.19.0
 HERMES_NEWEST_PYTHON ?= $(PYTHON_BASE)
 HERMES_NEWEST_VENV  := $(if $(filter $(HERMES_NEWEST),$(HERMES_VERSION)),$(HERMES_VENV),$(CACHE)/hermes-venv-$(HERMES_NEWEST))
 CLAUDE_CODE_VERSION := 2.1.197
+CLAUDE_CODE_LATEST  := 2.1.332
 CODEX_VERSION       := 0.171.0
+GEMINI_CLI_VERSION  := 0.61.0
+CLINE_VERSION       := 3.0.65
+# One npm folder per CLI and version (.cache/npm-clis/NAME-VERSION), so two
+# versions of one CLI sit side by side and a version bump installs afresh.
+NPM_CLIS    := $(CACHE)/npm-clis
+NPM_PKG_claude-code := @anthropic-ai/claude-code
+NPM_PKG_codex       := @openai/codex
+NPM_PKG_gemini-cli  := @google/gemini-cli
+NPM_PKG_cline       := cline
+NPM_STAMPS  := $(addsuffix /.installed,$(addprefix $(NPM_CLIS)/, \
+  claude-code-$(CLAUDE_CODE_VERSION) claude-code-$(CLAUDE_CODE_LATEST) codex-$(CODEX_VERSION) \
+  gemini-cli-$(GEMINI_CLI_VERSION) cline-$(CLINE_VERSION)))
 DEMO_INDEX  := $(CACHE)/demo-index.skr
 
 .PHONY: demo test test-fast bench eval install e2e-env e2e-hermes-newest clean help
@@ -61,18 +76,18 @@ $(CACHE)/hermes-venv-%/.installed:
 e2e-hermes-newest: $(VENV)/.installed $(HERMES_NEWEST_VENV)/.installed
 	SKR_E2E_HERMES_VENV=$(abspath $(HERMES_NEWEST_VENV)) $(PY) -m pytest -q tests/e2e/test_hermes_e2e.py
 
-$(NPM_DIR)/.installed:
-	mkdir -p $(NPM_DIR)
-	cd $(NPM_DIR) && ( [ -f package.json ] || npm init -y >/dev/null ) && \
+$(NPM_CLIS)/%/.installed:
+	mkdir -p $(@D)
+	cd $(@D) && ( [ -f package.json ] || npm init -y >/dev/null ) && \
 	  npm install --no-audit --no-fund --loglevel=error \
-	    @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION)
+	    $(NPM_PKG_$(patsubst %-$(lastword $(subst -, ,$*)),%,$*))@$(lastword $(subst -, ,$*))
 	touch $@
 
-# The e2e environments are heavy (Hermes ~230 MB, the CLIs ~650 MB) and live in
+# The e2e environments are heavy (Hermes ~230 MB, the CLIs ~1.2 GB) and live in
 # the ignored .cache folder; npm is optional so a machine without it skips those tests.
 e2e-env: $(HERMES_VENV)/.installed
-	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(NPM_DIR)/.installed; \
-	 else echo "npm not found: the Claude Code and Codex end-to-end tests will be skipped"; fi
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(NPM_STAMPS); \
+	 else echo "npm not found: the Claude Code, Codex, Gemini CLI and Cline end-to-end tests will be skipped"; fi
 
 test: $(VENV)/.installed e2e-env
 	$(PY) -m pytest -q

@@ -55,8 +55,8 @@ def _explicit_root(r):
     if not isinstance(r, dict):
         return {"path": locate.abspath(r), "source": "root", "prefix": ""}
     out = {"path": locate.abspath(r["path"]), "source": r.get("source") or "root", "prefix": r.get("prefix") or ""}
-    for rule in ("naming", "hide_manual"):
-        if r.get(rule):
+    for rule in ("naming", "hide_manual", "max_depth"):
+        if r.get(rule) is not None and r.get(rule) is not False:
             out[rule] = r[rule]
     return out
 
@@ -66,7 +66,7 @@ def signature(scope, walked=None):
     their locations or the config changed."""
     extra = [scope["config"]] if scope["config"] else []
     man = discover.manifest(scope["roots"], extra, walked)
-    roots = tuple(locate.root_key(r) if r.get("naming") or r.get("hide_manual") else (r["path"], r["prefix"])
+    roots = tuple((r["path"], r["prefix"]) if locate.root_key(r) == r["path"] else locate.root_key(r)
                   for r in scope["roots"])
     # repr, not marshal: marshal output depends on object identity (shared
     # strings become back-references), so equal data could digest differently.

@@ -27,6 +27,11 @@ def _visibility(meta):
     return vis or None
 
 
+def _depth(root, skill_dir):
+    rel = os.path.relpath(skill_dir, root)
+    return 0 if rel == "." else rel.count(os.sep) + 1
+
+
 def manual_only(meta):
     """True when the frontmatter says ``disable-model-invocation: true``:
     the skill is for the user to call, and the runner hides it from the
@@ -48,7 +53,8 @@ def collect(roots, disabled=frozenset(), walked=None):
     ``naming: "folder"`` names a skill by its folder, after the root's
     prefix (Claude Code's ``plugin:skill``), not by its frontmatter; and
     ``hide_manual`` leaves out ``disable-model-invocation`` skills, counted
-    as hidden.
+    as hidden; ``max_depth`` skips skills nested deeper below the root
+    than the runner looks (1: only ``<root>/<skill>/SKILL.md``).
     """
     skills = []
     problems = []
@@ -59,8 +65,11 @@ def collect(roots, disabled=frozenset(), walked=None):
         c = counts.setdefault(root["path"], {"found": 0, "indexed": 0, "disabled": 0, "hidden": 0,
                                              "shadowed": 0, "unreadable": 0, "malformed": 0})
         by_folder = root.get("naming") == "folder"
+        max_depth = root.get("max_depth")
         found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
         for skill_dir, md in found:
+            if max_depth is not None and _depth(root["path"], skill_dir) > max_depth:
+                continue  # the runner never looks that deep
             real = os.path.realpath(md)
             if real in seen_files:
                 continue

@@ -201,3 +201,18 @@ def test_first_build_works_without_pyyaml(tmp_path, cli_env):
     block = parse(proc)["hookSpecificOutput"]["additionalContext"]
     assert _names(block) == {"zebra-care"}
     assert "Zebra: care and feeding" in block
+
+
+@pytest.mark.parametrize("runner,folder,nested_seen", [
+    ("claude-code", ".claude/skills", False), ("gemini", ".gemini/skills", False),
+    ("cline", ".cline/skills", False), ("codex", ".agents/skills", True)])
+def test_nested_skills_only_where_the_runner_looks(runner, folder, nested_seen, hook, tmp_path):
+    # Claude Code, Gemini CLI and Cline list <folder>/<skill>/SKILL.md only
+    # (seen with the real CLIs); Codex walks the whole tree.
+    proj = tmp_path / "proj"
+    make_skill(proj / folder, "zebra-top", {"name": "zebra-top", "description": "Zebra grooming."})
+    make_skill(proj / folder, "group/zebra-deep", {"name": "zebra-deep", "description": "Zebra feeding."})
+    doc = parse(hook(runner, payload(runner, "zebra grooming feeding", cwd=str(proj)), "-k", "20"))
+    text = json.dumps(doc)
+    assert "zebra-top" in text
+    assert ("zebra-deep" in text) == nested_seen

@@ -3,10 +3,11 @@ precedence order, and how it names and hides what it finds there.
 
 A hook should offer exactly the skills its runner can load, under the names
 that runner uses.  One function per runner turns a hook payload into a list
-of root dicts (``path``, ``source``, ``prefix`` and the rules ``naming`` and
-``hide_manual`` that ``skills.collect`` applies); ``skill_set`` keeps the
-folders that exist, without aliases of one folder.  Checked against the
-pinned CLIs (the closing note of issue 12 lists the source of each folder):
+of root dicts (``path``, ``source``, ``prefix`` and the rules ``naming``,
+``hide_manual`` and ``max_depth`` that ``skills.collect`` applies);
+``skill_set`` keeps the folders that exist, without aliases of one folder.
+Checked against the pinned CLIs (README "Skill sets" lists the source of
+each folder):
 
 * Claude Code 2.1.197 / 2.1.332: ``$CLAUDE_CONFIG_DIR/skills`` (personal),
   ``.claude/skills`` in the working folder and each parent up to the
@@ -22,6 +23,9 @@ pinned CLIs (the closing note of issue 12 lists the source of each folder):
 * Cline 3.0.65: ``.clinerules/skills``, ``.cline/skills`` and
   ``.agents/skills`` in each workspace root, ``$CLINE_DIR/skills``
   (``~/.cline``), ``~/.agents/skills``.
+
+Claude Code, Gemini CLI and Cline read ``<folder>/<skill>/SKILL.md`` only,
+never deeper (Gemini also ``<folder>/SKILL.md``); Codex walks the whole tree.
 
 Hot path: runs inside a hook under ``python -I -S``; built-in modules only.
 """
@@ -198,7 +202,7 @@ def claude_code(payload):
     started = locate.env("CLAUDE_PROJECT_DIR")
     if started and locate.abspath(started) not in projects:
         projects.append(locate.abspath(started))
-    rules = {"naming": "folder", "hide_manual": True}
+    rules = {"naming": "folder", "hide_manual": True, "max_depth": 1}
     roots = [_root(cfg + "/skills", "claude-code personal", **rules)]
     roots += [_root(d + "/.claude/skills", "claude-code project", **rules) for d in projects]
     for name, path, key, manifest in claude_plugins(cfg, projects):
@@ -234,8 +238,10 @@ def gemini(payload):
     home = locate.home()
     roots = []
     for d in projects:
-        roots += [_root(d + "/.agents/skills", "gemini project"), _root(d + "/.gemini/skills", "gemini project")]
-    roots += [_root(home + "/.agents/skills", "gemini user"), _root(home + "/.gemini/skills", "gemini user")]
+        roots += [_root(d + "/.agents/skills", "gemini project", max_depth=1),
+                  _root(d + "/.gemini/skills", "gemini project", max_depth=1)]
+    roots += [_root(home + "/.agents/skills", "gemini user", max_depth=1),
+              _root(home + "/.gemini/skills", "gemini user", max_depth=1)]
     return roots
 
 
@@ -254,9 +260,10 @@ def cline(payload):
         projects.append(_cwd(payload))
     roots = []
     for d in projects:
-        roots += [_root(d + "/" + sub + "/skills", "cline project") for sub in (".clinerules", ".cline", ".agents")]
-    roots.append(_root(locate.abspath(locate.env("CLINE_DIR") or "~/.cline") + "/skills", "cline user"))
-    roots.append(_root(locate.home() + "/.agents/skills", "cline user"))
+        roots += [_root(d + "/" + sub + "/skills", "cline project", max_depth=1)
+                  for sub in (".clinerules", ".cline", ".agents")]
+    roots.append(_root(locate.abspath(locate.env("CLINE_DIR") or "~/.cline") + "/skills", "cline user", max_depth=1))
+    roots.append(_root(locate.home() + "/.agents/skills", "cline user", max_depth=1))
     return roots
 
 

@@ -10,6 +10,8 @@ default):
 * Anthropic Messages (Claude Code): ``POST /v1/messages`` (``?beta=true`` too)
   and ``POST /v1/messages/count_tokens``
 * OpenAI Responses (Codex): ``POST .../responses``
+* Gemini REST (Gemini CLI): ``POST .../models/<model>:generateContent`` and
+  ``:streamGenerateContent`` (SSE with ``?alt=sse``), ``:countTokens``
 
 ``GET .../models`` gets a one-model list; any other GET or HEAD gets
 ``200 {}``; any other POST gets ``200 {}`` as well (and is still logged).
@@ -56,6 +58,11 @@ def body_text(request: dict) -> str:
 def _route(path: str) -> str:
     """Classify a request path (query string already removed)."""
     p = path.rstrip("/")
+    if ":" in p.rsplit("/", 1)[-1]:  # Gemini's /models/<model>:<method>
+        method = p.rsplit(":", 1)[-1]
+        if method in ("generateContent", "streamGenerateContent"):
+            return "gemini"
+        return "count_tokens" if method == "countTokens" else "other"
     if p.endswith("/messages/count_tokens"):
         return "count_tokens"
     if p.endswith("/chat/completions"):
@@ -73,7 +80,7 @@ def is_model_request(request: dict) -> bool:
     """True for a POST that asks the model for a reply (not count_tokens)."""
     return request.get("method") == "POST" and _route(
         urlsplit(request.get("path", "")).path
-    ) in ("chat", "anthropic", "responses")
+    ) in ("chat", "anthropic", "responses", "gemini")
 
 
 def _sse(events) -> bytes:
@@ -191,6 +198,17 @@ def _responses_reply(body: dict, text: str, stream: bool):
     ])
 
 
+def _gemini_reply(text: str, stream: bool):
+    reply = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                             "finishReason": "STOP", "index": 0}],
+             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1,
+                               "totalTokenCount": 11},
+             "modelVersion": DEFAULT_MODEL}
+    if not stream:
+        return "application/json", json.dumps(reply).encode()
+    return "text/event-stream", _sse([(None, reply)])
+
+
 def _models_reply(model: str):
     return "application/json", json.dumps({
         "object": "list",
@@ -298,10 +316,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, *_anthropic_reply(body, text, stream))
         elif route == "responses":
             self._send(200, *_responses_reply(body, text, stream))
+        elif route == "gemini":
+            # streamGenerateContent always streams (alt=sse); the body has no flag
+            self._send(200, *_gemini_reply(text, "streamGenerateContent" in self.path))
         elif route == "count_tokens":
             n = max(1, len(body_text(entry)) // 4)
             self._send(200, "application/json",
-                       json.dumps({"input_tokens": n}).encode())
+                       json.dumps({"input_tokens": n, "totalTokens": n}).encode())
         else:
             self._send(200, "application/json", b"{}")
 

@@ -9,10 +9,13 @@ Every process is started in its own session with a minimal environment (no
 inherited proxies, API keys or base URLs), bounded by a timeout, and its whole
 process group is killed afterwards (SIGTERM, then SIGKILL).
 
-Pinned versions: Hermes Agent 0.19.0 (``.cache/hermes-venv``), Claude Code
-2.1.197 and Codex 0.171.0 (``.cache/npm/node_modules/.bin``). Build them with
+Pinned versions: read from the Makefile (``VERSIONS``), the one place they
+are written: Hermes Agent (``.cache/hermes-venv``), Claude Code (the pinned
+and the newest checked, ``CLAUDE_VERSIONS``), Codex, Gemini CLI and Cline
+(``.cache/npm-clis/NAME-VERSION/node_modules/.bin``). Build them with
 ``make e2e-env``; missing ones make the tests skip with a visible reason
-(``require_hermes()``, ``require_claude()``, ``require_codex()``).
+(``require_hermes()``, ``require_claude(version)``, ``require_codex()``,
+``require_gemini()``, ``require_cline()``).
 
 Observed on the wire (test_infra_smoke.py, a hook that prints MARKER-123):
 
@@ -38,6 +41,21 @@ Observed on the wire (test_infra_smoke.py, a hook that prints MARKER-123):
   ``--dangerously-bypass-hook-trust`` the hook never runs and Codex still
   exits 0 (control). ~1 s per run; stderr carries harmless warnings (no
   bubblewrap, no model metadata for ``gpt-mock``, helper aliases under /tmp).
+
+* Claude Code 2.1.332 -> same requests; the hook context now sits inside a
+  system text block (``"UserPromptSubmit hook additional context: ..."``),
+  and the skill listing shows ``folder (frontmatter name)``. ~1 s per run.
+* Gemini CLI 0.61.0 (``GOOGLE_GEMINI_BASE_URL`` + ``GEMINI_API_KEY``) ->
+  one ``POST /v1beta/models/<model>:streamGenerateContent?alt=sse``; the
+  ``BeforeAgent`` context is the last part of the user turn:
+  ``{"text": "<hook_context>MARKER-123</hook_context>"}``. Hook stdin:
+  ``session_id, transcript_path, cwd, hook_event_name, timestamp, prompt``.
+  ~3 s per run.
+* Cline 3.0.65 (``cline auth -p openai -b URL/v1``, stored as provider
+  ``openai-compatible``) -> one ``POST /v1/chat/completions``. A
+  ``UserPromptSubmit`` hook in ``.clinerules/hooks`` or ``~/.cline/hooks`` is
+  discovered (its log says so) but never started for the task's prompt;
+  ``prompt_submit`` hooks run detached, their output unread. ~4 s per run.
 
 Gotchas: a hook script's shebang may carry only ONE argument on Linux
 (``#!/usr/bin/python3 -IS``, not ``-I -S``); a hook that exits 2 *blocks* the
@@ -66,9 +84,10 @@ from .mockserver import MockLLM, body_text, is_model_request
 
 __all__ = [
     "REPO_ROOT", "CACHE_DIR", "HERMES_VENV", "HERMES_BIN", "HERMES_PYTHON",
-    "NPM_BIN", "CLAUDE_BIN", "CODEX_BIN",
-    "hermes_available", "claude_available", "codex_available",
-    "require_hermes", "require_claude", "require_codex",
+    "CLAUDE_BIN", "CODEX_BIN", "GEMINI_BIN", "CLINE_BIN", "VERSIONS", "CLAUDE_VERSIONS",
+    "hermes_available", "claude_available", "codex_available", "gemini_available", "cline_available",
+    "require_hermes", "require_claude", "require_codex", "require_gemini", "require_cline",
+    "claude_bin", "claude_env", "claude_plugin", "write_gemini_settings", "run_gemini", "run_cline",
     "write_hermes_config", "run_hermes",
     "hooks_json", "write_claude_settings", "run_claude",
     "write_codex_config", "write_codex_hooks", "run_codex",
@@ -83,16 +102,45 @@ CACHE_DIR = Path(os.environ.get("SKR_E2E_CACHE", REPO_ROOT / ".cache"))
 HERMES_VENV = Path(os.environ.get("SKR_E2E_HERMES_VENV") or CACHE_DIR / "hermes-venv")
 HERMES_BIN = HERMES_VENV / "bin" / "hermes"
 HERMES_PYTHON = HERMES_VENV / "bin" / "python"
-NPM_BIN = CACHE_DIR / "npm" / "node_modules" / ".bin"
-CLAUDE_BIN = NPM_BIN / "claude"
-CODEX_BIN = NPM_BIN / "codex"
+
+
+def pinned_versions(makefile: Path = REPO_ROOT / "Makefile") -> dict:
+    """``{"CLAUDE_CODE_VERSION": "2.1.197", ...}``: the runner versions the
+    Makefile pins (the one place they are written down)."""
+    import re
+    out = {}
+    for m in re.finditer(r"^([A-Z_]+_(?:VERSION|LATEST))\s*:=\s*(\S+)", makefile.read_text(), re.M):
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+VERSIONS = pinned_versions()
+NPM_CLIS = CACHE_DIR / "npm-clis"
+
+
+def npm_bin(name: str, version: str, exe: str) -> Path:
+    """Where ``make e2e-env`` installs CLI ``name`` at ``version``."""
+    return NPM_CLIS / f"{name}-{version}" / "node_modules" / ".bin" / exe
+
+
+# Claude Code runs on the pinned version and the newest one checked.
+CLAUDE_VERSIONS = (VERSIONS["CLAUDE_CODE_VERSION"], VERSIONS["CLAUDE_CODE_LATEST"])
+CLAUDE_BIN = npm_bin("claude-code", CLAUDE_VERSIONS[0], "claude")
+CODEX_BIN = npm_bin("codex", VERSIONS["CODEX_VERSION"], "codex")
+GEMINI_BIN = npm_bin("gemini-cli", VERSIONS["GEMINI_CLI_VERSION"], "gemini")
+CLINE_BIN = npm_bin("cline", VERSIONS["CLINE_VERSION"], "cline")
 
 HERMES_MODEL = "mock-model"
 CODEX_MODEL = "gpt-mock"
 
 # The child processes get a minimal environment built from scratch (see
 # _base_env); only PATH is taken from ours, so node and sh are found.
-_BASE_PATH = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+# Version-manager shims are left out: Claude Code 2.1.332, on a fresh HOME,
+# sometimes appended a pyenv shim's stderr to the prompt its hooks receive,
+# and a shim's own start-up costs 100 ms or more per call.
+_BASE_PATH = os.pathsep.join(
+    p for p in os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(os.pathsep)
+    if "/shims" not in p) or "/usr/local/bin:/usr/bin:/bin"
 
 
 def _is_exe(p: Path) -> bool:
@@ -108,8 +156,8 @@ def hermes_available() -> tuple[bool, str]:
 
 def _npm_cli_available(bin_path: Path, name: str) -> tuple[bool, str]:
     if _is_exe(bin_path):
-        if name == "Codex" and shutil.which("node", path=_BASE_PATH) is None:
-            return False, "node not found on PATH: Codex end-to-end tests skipped"
+        if name != "Claude Code" and shutil.which("node", path=_BASE_PATH) is None:
+            return False, f"node not found on PATH: {name} end-to-end tests skipped"
         return True, ""
     if shutil.which("npm") is None:
         return False, f"npm not found: the {name} end-to-end tests are skipped"
@@ -117,8 +165,21 @@ def _npm_cli_available(bin_path: Path, name: str) -> tuple[bool, str]:
                    "run `make e2e-env` to install it")
 
 
-def claude_available() -> tuple[bool, str]:
-    return _npm_cli_available(CLAUDE_BIN, "Claude Code")
+def claude_bin(version: str | None = None) -> Path:
+    """The Claude Code executable of ``version`` (default: the pinned one)."""
+    return npm_bin("claude-code", version or CLAUDE_VERSIONS[0], "claude")
+
+
+def claude_available(version: str | None = None) -> tuple[bool, str]:
+    return _npm_cli_available(claude_bin(version), "Claude Code %s" % (version or CLAUDE_VERSIONS[0]))
+
+
+def gemini_available() -> tuple[bool, str]:
+    return _npm_cli_available(GEMINI_BIN, "Gemini CLI")
+
+
+def cline_available() -> tuple[bool, str]:
+    return _npm_cli_available(CLINE_BIN, "Cline")
 
 
 def codex_available() -> tuple[bool, str]:
@@ -138,9 +199,19 @@ def require_hermes() -> None:
     _require(hermes_available)
 
 
-def require_claude() -> None:
-    """``pytest.skip`` when npm / the Claude Code CLI is missing."""
-    _require(claude_available)
+def require_claude(version: str | None = None) -> None:
+    """``pytest.skip`` when npm / the Claude Code CLI (``version``) is missing."""
+    _require(lambda: claude_available(version))
+
+
+def require_gemini() -> None:
+    """``pytest.skip`` when npm / the Gemini CLI is missing."""
+    _require(gemini_available)
+
+
+def require_cline() -> None:
+    """``pytest.skip`` when npm / the Cline CLI is missing."""
+    _require(cline_available)
 
 
 def require_codex() -> None:
@@ -375,24 +446,9 @@ def write_claude_settings(path: str | os.PathLike, commands: Iterable[str | dict
     return path
 
 
-def run_claude(prompt: str, settings_path: str | os.PathLike | None, mock: MockLLM,
-               home: str | os.PathLike, cwd: str | os.PathLike, bare: bool = False,
-               *, timeout: float = 120, output_format: str = "json",
-               extra_args: Sequence[str] = (),
-               extra_env: Mapping[str, str] | None = None,
-               ) -> tuple[subprocess.CompletedProcess, list[dict]]:
-    """One ``claude -p PROMPT`` turn against ``mock`` (``env -i`` style env).
-
-    ``settings_path`` is passed with ``--settings`` (None: no flag). ``bare``
-    adds ``--bare``, which skips hooks (the control). With
-    ``output_format="stream-json"``, ``--verbose --include-hook-events`` are
-    added so stdout shows the hook events.
-    """
-    require_claude()
-    home, cwd = Path(home), Path(cwd)
-    home.mkdir(parents=True, exist_ok=True)
-    cwd.mkdir(parents=True, exist_ok=True)
-    env = _base_env(home, {
+def claude_env(home: Path, mock: MockLLM, extra_env: Mapping[str, str] | None = None) -> dict:
+    """The environment a Claude Code run against ``mock`` gets."""
+    return _base_env(Path(home), {
         "ANTHROPIC_BASE_URL": mock.url,
         "ANTHROPIC_API_KEY": "dummy",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -401,7 +457,36 @@ def run_claude(prompt: str, settings_path: str | os.PathLike | None, mock: MockL
         "DISABLE_ERROR_REPORTING": "1",
         **(extra_env or {}),
     })
-    cmd = [str(CLAUDE_BIN), "-p", "--output-format", output_format]
+
+
+def claude_plugin(args: Sequence[str], home: str | os.PathLike, mock: MockLLM, cwd: str | os.PathLike,
+                  version: str | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
+    """``claude plugin ARGS...`` (marketplace add, install, list) under ``home``."""
+    require_claude(version)
+    return run_process([str(claude_bin(version)), "plugin", *args], claude_env(Path(home), mock),
+                       cwd, timeout)
+
+
+def run_claude(prompt: str, settings_path: str | os.PathLike | None, mock: MockLLM,
+               home: str | os.PathLike, cwd: str | os.PathLike, bare: bool = False,
+               *, timeout: float = 120, output_format: str = "json",
+               extra_args: Sequence[str] = (),
+               extra_env: Mapping[str, str] | None = None,
+               version: str | None = None,
+               ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One ``claude -p PROMPT`` turn against ``mock`` (``env -i`` style env).
+
+    ``settings_path`` is passed with ``--settings`` (None: no flag). ``bare``
+    adds ``--bare``, which skips hooks (the control). With
+    ``output_format="stream-json"``, ``--verbose --include-hook-events`` are
+    added so stdout shows the hook events.
+    """
+    require_claude(version)
+    home, cwd = Path(home), Path(cwd)
+    home.mkdir(parents=True, exist_ok=True)
+    cwd.mkdir(parents=True, exist_ok=True)
+    env = claude_env(home, mock, extra_env)
+    cmd = [str(claude_bin(version)), "-p", "--output-format", output_format]
     if output_format == "stream-json":
         cmd += ["--verbose", "--include-hook-events"]
     if settings_path is not None:
@@ -481,4 +566,77 @@ def run_codex(prompt: str, codex_home: str | os.PathLike, mock: MockLLM,
     cmd += ["-s", "read-only", *extra_args, "--", prompt]
     start = len(mock.requests)
     cp = run_process(cmd, env, cwd, timeout)
+    return cp, _requests_since(mock, start)
+
+
+# ----------------------------------------------------------------- Gemini CLI
+
+GEMINI_MODEL = "gemini-2.5-flash"
+
+
+def write_gemini_settings(home: str | os.PathLike, commands: Iterable[str] = (),
+                          timeout_ms: int = 20000) -> Path:
+    """``~/.gemini/settings.json``: API-key auth, no folder-trust prompt, no
+    telemetry, and the given ``BeforeAgent`` hook commands (timeout in ms)."""
+    settings: dict = {"security": {"auth": {"selectedType": "gemini-api-key"},
+                                   "folderTrust": {"enabled": False}},
+                      "privacy": {"usageStatisticsEnabled": False},
+                      "telemetry": {"enabled": False}}
+    cmds = list(commands)
+    if cmds:
+        settings["hooks"] = {"BeforeAgent": [{"hooks": [
+            {"type": "command", "name": "skill-retrieval", "command": c, "timeout": timeout_ms}
+            for c in cmds]}]}
+    path = Path(home) / ".gemini" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2))
+    return path
+
+
+def run_gemini(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | os.PathLike,
+               *, timeout: float = 120, extra_env: Mapping[str, str] | None = None,
+               ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One ``gemini -p PROMPT`` turn against ``mock``.
+
+    ``GOOGLE_GEMINI_BASE_URL`` points the Gemini API client at the mock
+    (``POST /v1beta/models/<model>:streamGenerateContent?alt=sse``), with
+    ``GEMINI_API_KEY`` set to a dummy.  Settings come from
+    ``home/.gemini/settings.json`` (see :func:`write_gemini_settings`).
+    """
+    require_gemini()
+    home, cwd = Path(home), Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    if not (home / ".gemini" / "settings.json").exists():
+        write_gemini_settings(home)
+    env = _base_env(home, {"GEMINI_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": mock.url,
+                           **(extra_env or {})})
+    start = len(mock.requests)
+    cp = run_process([str(GEMINI_BIN), "-p", prompt, "-m", GEMINI_MODEL], env, cwd, timeout)
+    return cp, _requests_since(mock, start)
+
+
+# ---------------------------------------------------------------------- Cline
+
+
+def run_cline(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | os.PathLike,
+              *, timeout: float = 120, extra_env: Mapping[str, str] | None = None,
+              ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One ``cline --json PROMPT`` task against ``mock``.
+
+    ``cline auth -p openai -b <mock>/v1`` first configures the
+    OpenAI-compatible provider (``POST /v1/chat/completions``); hooks are
+    executables named after the event in ``<cwd>/.clinerules/hooks/`` or
+    ``~/.cline/hooks/``.
+    """
+    require_cline()
+    home, cwd = Path(home), Path(cwd)
+    home.mkdir(parents=True, exist_ok=True)
+    cwd.mkdir(parents=True, exist_ok=True)
+    env = _base_env(home, extra_env)
+    auth = run_process([str(CLINE_BIN), "auth", "-p", "openai", "-k", "dummy", "-m", HERMES_MODEL,
+                        "-b", mock.base_url_v1], env, cwd, 60)
+    if auth.returncode != 0:
+        return auth, []
+    start = len(mock.requests)
+    cp = run_process([str(CLINE_BIN), "--json", prompt], env, cwd, timeout)
     return cp, _requests_since(mock, start)

@@ -20,7 +20,7 @@ import pytest
 
 from retriever.runners import install
 
-from .runners import REPO_ROOT, run_claude, run_codex, write_claude_settings, write_codex_hooks
+from .runners import CLAUDE_VERSIONS, REPO_ROOT, run_claude, run_codex, write_claude_settings, write_codex_hooks
 
 BIN = REPO_ROOT / "bin" / "skill-retrieve"
 PROMPT = "pull the text out of my scanned pdf invoice"
@@ -103,14 +103,15 @@ def diag(cp, home: Path) -> str:
 
 
 @pytest.mark.parametrize("bare", [False, True], ids=["hook", "bare-control"])
-def test_claude_code_injects_the_block(mock_llm, tmp_path, bare):
+@pytest.mark.parametrize("version", CLAUDE_VERSIONS)
+def test_claude_code_injects_the_block(mock_llm, tmp_path, bare, version):
     library = make_library(tmp_path / "skills")
     block = expected_block(library, tmp_path / "scratch")
     command = f"{install.hook_command('claude-code')} --root {shlex.quote(str(library))}"
     settings = write_claude_settings(tmp_path / "settings.json", [command], timeout=30)
     home = tmp_path / "home"
     cp, reqs = run_claude(PROMPT, settings, mock_llm, home=home, cwd=tmp_path / "project", bare=bare,
-                          extra_env={"SKILL_RETRIEVAL_REVALIDATE": "off"}, timeout=90)
+                          extra_env={"SKILL_RETRIEVAL_REVALIDATE": "off"}, timeout=90, version=version)
     bodies = model_bodies(mock_llm, reqs)
     assert bodies, "Claude Code sent no model request\n" + diag(cp, home)
     if bare:
