@@ -216,3 +216,19 @@ def test_nested_skills_only_where_the_runner_looks(runner, folder, nested_seen, 
     text = json.dumps(doc)
     assert "zebra-top" in text
     assert ("zebra-deep" in text) == nested_seen
+
+
+def test_doctor_fix_for_a_runner_sets_index_keeps_its_rules(cli, tmp_path):
+    # The fix doctor prints must rebuild the index the hook opens: a plain
+    # `build --root ...` would write Claude Code's index without its names.
+    _, sub = _claude_tree(tmp_path)
+    assert cli("install", "claude-code").returncode == 0
+    report = json.loads(cli("doctor", "--runner", "claude-code", "--format", "json", "--no-probe",
+                            cwd=sub).stdout)
+    hook_index = [i for i in report["indexes"] if "claude-code" in i["used_by"]]
+    assert hook_index
+    fixes = [f["fix"] for f in report["findings"] if hook_index[0]["path"] in f["what"]]
+    assert fixes and all(f.startswith("skill-retrieve query --runner claude-code") for f in fixes), fixes
+    # and running it writes exactly the index the hook will use
+    assert_clean(cli("query", "--runner", "claude-code", "--fresh", "skills", cwd=sub))
+    assert os.path.exists(hook_index[0]["path"])

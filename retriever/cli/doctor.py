@@ -143,13 +143,20 @@ def check_index(report, path, used_by, roots=None):
     if stale:
         _finding(report, "warn", "index %s is stale (skills changed since it was built); queries rebuild "
                  "it in the background, so the next few may miss the change" % path,
-                 _build_cmd(path, info.get("roots") if info.get("explicit") else None))
+                 _build_cmd(path, header.get("roots") if info.get("explicit") else None))
     return info
 
 
 def _build_cmd(path, roots=None):
     """The build command that writes ``path`` (a default cache path is
-    keyed by the roots, so naming them is enough)."""
+    keyed by the roots, so naming them is enough).  ``roots`` are paths or
+    root dicts; a runner's skill set (roots with naming rules) is rebuilt
+    by a query through that runner's set, which keeps the rules."""
+    runners = {(r.get("source") or "").split(" ")[0] for r in roots or () if isinstance(r, dict)
+               and locate.root_key(r) != r["path"]}
+    if len(runners) == 1 and runners <= set(skillsets.SETS):
+        return "skill-retrieve query --runner %s --fresh skills  (from the project folder)" % runners.pop()
+    roots = [r["path"] if isinstance(r, dict) else r for r in roots or ()]
     flags = "".join(" --root %s" % shlex.quote(r) for r in roots or ())
     if roots and path == service.index_path({"roots": list(roots)}):
         return "skill-retrieve build" + flags
@@ -581,7 +588,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
             info["index"] = path
             if h_roots or info.get("roots") or info["runner"] == "hermes":
                 idx_users.setdefault(path, []).append(info["runner"])
-                idx_roots.setdefault(path, h_roots or (info.get("roots") if info["runner"] != "hermes" else []))
+                idx_roots.setdefault(path, h_roots or (info.get("set") if info["runner"] != "hermes" else []))
     for path, users in idx_users.items():
         check_index(report, path, users, idx_roots.get(path))
 
