@@ -232,3 +232,27 @@ def test_doctor_fix_for_a_runner_sets_index_keeps_its_rules(cli, tmp_path):
     # and running it writes exactly the index the hook will use
     assert_clean(cli("query", "--runner", "claude-code", "--fresh", "skills", cwd=sub))
     assert os.path.exists(hook_index[0]["path"])
+
+
+def test_doctor_sees_the_claude_code_plugin_install(cli, tmp_path):
+    # Installed with `claude plugin install`, the hook lives in the plugin's
+    # hooks/hooks.json, not in settings.json: doctor must not call it missing.
+    import shutil
+    from skillret_helpers import REPO
+    home = tmp_path / "home"
+    make_skill(home / ".claude" / "skills", "zebra", {"name": "zebra", "description": "Zebra care."})
+    plug = home / ".claude" / "plugins" / "cache" / "skill-retrieval" / "skill-retrieval" / "0.1.0"
+    for item in (".claude-plugin", "hooks", "bin", "retriever"):
+        shutil.copytree(REPO / item, plug / item, ignore=shutil.ignore_patterns("__pycache__"))
+    (home / ".claude" / "plugins" / "installed_plugins.json").write_text(json.dumps(
+        {"version": 2, "plugins": {"skill-retrieval@skill-retrieval": [
+            {"scope": "user", "installPath": str(plug)}]}}))
+    (home / ".claude" / "settings.json").write_text(json.dumps(
+        {"enabledPlugins": {"skill-retrieval@skill-retrieval": True}}))
+    report = json.loads(cli("doctor", "--runner", "claude-code", "--format", "json").stdout)
+    (info,) = report["runners"]
+    assert info["installed"] and info["enabled"], info
+    assert info["state"] == "installed (plugin skill-retrieval@skill-retrieval)"
+    assert report["healthy"], report["findings"]
+    (probe,) = [p for p in report["probes"] if p["label"] == "claude-code hook"]
+    assert probe["injected_chars"] > 0, probe  # the plugin's own command answers

@@ -21,7 +21,7 @@ import time
 
 from retriever import build, locate, service, skills, store
 from retriever.runners import hook as hookio
-from retriever.runners import install
+from retriever.runners import install, skillsets
 
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
@@ -154,7 +154,7 @@ def _build_cmd(path, roots=None):
     by a query through that runner's set, which keeps the rules."""
     runners = {(r.get("source") or "").split(" ")[0] for r in roots or () if isinstance(r, dict)
                and locate.root_key(r) != r["path"]}
-    if len(runners) == 1 and runners <= set(skillsets.SETS):
+    if len(runners) == 1 and runners <= {n for n, r in RECORDS.items() if r.get("skills")}:
         return "skill-retrieve query --runner %s --fresh skills  (from the project folder)" % runners.pop()
     roots = [r["path"] if isinstance(r, dict) else r for r in roots or ()]
     flags = "".join(" --root %s" % shlex.quote(r) for r in roots or ())
@@ -278,8 +278,38 @@ def _pth_files(python):
     return found
 
 
+def _claude_plugin_hook(report, info):
+    """Fill ``info`` from this repository installed as a Claude Code plugin
+    (``claude plugin install skill-retrieval``), if it is; else leave it."""
+    cwd = os.getcwd()
+    for name, path, key, _ in skillsets.claude_plugins(skillsets.claude_config_dir(),
+                                                       skillsets.project_dirs(cwd)):
+        hooks_file = os.path.join(path, "hooks", "hooks.json")
+        if name != "skill-retrieval" or not os.path.isfile(hooks_file):
+            continue
+        try:
+            with open(hooks_file, encoding="utf-8") as f:
+                cmds = _our_commands(json.load(f), "claude-code")
+        except (OSError, ValueError):
+            cmds = []
+        if cmds:
+            info.update(installed=True, enabled=True, state="installed (plugin %s)" % key, settings=hooks_file)
+            info["hook"] = check_command(report, "claude-code", cmds[0].replace("${CLAUDE_PLUGIN_ROOT}", path),
+                                         hooks_file)
+            return info
+    return info
+
+
 def check_json_runner(report, runner):
-    """A runner with a JSON settings file: our handler under its event."""
+    """A runner with a JSON settings file: our handler under its event
+    (for claude-code, else this repository installed as a plugin)."""
+    info = _check_settings_hook(report, runner)
+    if runner == "claude-code" and info["state"] == "not installed":
+        _claude_plugin_hook(report, info)
+    return info
+
+
+def _check_settings_hook(report, runner):
     path = install.settings_path(runner)
     info = {"runner": runner, "settings": path, "installed": False, "enabled": False}
     try:
