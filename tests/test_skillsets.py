@@ -256,3 +256,28 @@ def test_doctor_sees_the_claude_code_plugin_install(cli, tmp_path):
     assert report["healthy"], report["findings"]
     (probe,) = [p for p in report["probes"] if p["label"] == "claude-code hook"]
     assert probe["injected_chars"] > 0, probe  # the plugin's own command answers
+
+
+def test_gemini_reads_the_skills_of_extensions_enabled_here(hook, tmp_path):
+    # ~/.gemini/extensions/<dir>/skills, unless extension-enablement.json
+    # turns the extension off for this folder; a linked extension is read
+    # from its source (Gemini CLI 0.61.0's extension loader).
+    home, proj = tmp_path / "home", tmp_path / "proj"
+    ext = home / ".gemini" / "extensions"
+
+    def extension(folder, name, skill):
+        (folder).mkdir(parents=True, exist_ok=True)
+        (folder / "gemini-extension.json").write_text(json.dumps({"name": name, "version": "1.0.0"}))
+        make_skill(folder / "skills", skill, {"name": skill, "description": "Zebra %s." % skill})
+
+    extension(ext / "on", "on-ext", "zebra-on")
+    extension(ext / "off", "off-ext", "zebra-off")
+    extension(tmp_path / "linked-src", "linked-ext", "zebra-linked")
+    (ext / "linked").mkdir()
+    (ext / "linked" / ".gemini-extension-install.json").write_text(
+        json.dumps({"type": "link", "source": str(tmp_path / "linked-src")}))
+    (ext / "extension-enablement.json").write_text(json.dumps(
+        {"off-ext": {"overrides": ["!%s/*" % tmp_path]}, "on-ext": {"overrides": ["!/elsewhere/*"]}}))
+    proj.mkdir()
+    doc = parse(hook("gemini", payload("gemini", "zebra", cwd=str(proj)), "-k", "20"))
+    assert _names(doc["hookSpecificOutput"]["additionalContext"]) == {"zebra-on", "zebra-linked"}

@@ -19,7 +19,8 @@ each folder):
   repository root, ``<cwd>/.codex/skills``, ``$CODEX_HOME/skills``,
   ``~/.agents/skills``, ``/etc/codex/skills``; frontmatter names.
 * Gemini CLI 0.61.0: ``<project>/.agents/skills``, ``<project>/.gemini/skills``,
-  ``~/.agents/skills``, ``~/.gemini/skills`` (highest first).
+  ``~/.agents/skills``, ``~/.gemini/skills`` (highest first), then the
+  ``skills/`` of each extension enabled for the project.
 * Cline 3.0.65: ``.clinerules/skills``, ``.cline/skills`` and
   ``.agents/skills`` in each workspace root, ``$CLINE_DIR/skills``
   (``~/.cline``), ``~/.agents/skills``.
@@ -228,9 +229,54 @@ def codex(payload):
     return roots
 
 
+def _gemini_enabled(rules, cwd):
+    # extension-enablement.json overrides: "[!]/abs/dir/" for that folder,
+    # "[!]/abs/dir/*" for it and below; the last matching rule wins.
+    path = "/" + cwd.strip("/") + "/" if cwd.strip("/") else "/"
+    enabled = True
+    for rule in rules if isinstance(rules, list) else []:
+        if not isinstance(rule, str):
+            continue
+        off = rule.startswith("!")
+        base = rule[1:] if off else rule
+        below = base.endswith("*")
+        base = base[:-1] if below else base
+        base = "/" + base.strip("/") + "/" if base.strip("/") else "/"
+        if path == base or (below and path.startswith(base)):
+            enabled = not off
+    return enabled
+
+
+def gemini_extensions(home, cwd):
+    """``[(name, folder)]`` of the Gemini CLI extensions enabled for
+    ``cwd`` (``~/.gemini/extensions/<dir>``, a linked one read from its
+    source), in folder order."""
+    base = home + "/.gemini/extensions"
+    try:
+        names = sorted(posix.listdir(base))
+    except OSError:
+        return []
+    enablement = _read_json(base + "/extension-enablement.json")
+    enablement = enablement if isinstance(enablement, dict) else {}
+    out = []
+    for d in names:
+        folder = base + "/" + d
+        meta = _read_json(folder + "/.gemini-extension-install.json")
+        if isinstance(meta, dict) and meta.get("type") == "link" and isinstance(meta.get("source"), str):
+            folder = meta["source"]
+        config = _read_json(folder + "/gemini-extension.json")
+        if not isinstance(config, dict) or not isinstance(config.get("name"), str):
+            continue
+        rules = enablement.get(config["name"])
+        if _gemini_enabled(rules.get("overrides") if isinstance(rules, dict) else None, cwd):
+            out.append((config["name"], folder))
+    return out
+
+
 def gemini(payload):
     """Gemini CLI's skill set, highest precedence first: the project's
-    ``.agents/skills`` and ``.gemini/skills``, then the user's."""
+    ``.agents/skills`` and ``.gemini/skills``, then the user's, then those
+    of the extensions enabled for the project."""
     projects = [locate.abspath(_cwd(payload, "GEMINI_PROJECT_DIR"))]
     started = locate.env("GEMINI_PROJECT_DIR")
     if started and locate.abspath(started) not in projects:
@@ -242,6 +288,8 @@ def gemini(payload):
                   _root(d + "/.gemini/skills", "gemini project", max_depth=1)]
     roots += [_root(home + "/.agents/skills", "gemini user", max_depth=1),
               _root(home + "/.gemini/skills", "gemini user", max_depth=1)]
+    for name, folder in gemini_extensions(home, projects[0]):
+        roots.append(_root(folder + "/skills", "gemini extension " + name, max_depth=1))
     return roots
 
 
