@@ -55,9 +55,9 @@ def _explicit_root(r):
     if not isinstance(r, dict):
         return {"path": locate.abspath(r), "source": "root", "prefix": ""}
     out = {"path": locate.abspath(r["path"]), "source": r.get("source") or "root", "prefix": r.get("prefix") or ""}
-    for rule in ("naming", "hide_manual", "max_depth"):
+    for rule in ("naming", "hide_manual", "max_depth", "require"):
         if r.get(rule) is not None and r.get(rule) is not False:
-            out[rule] = r[rule]
+            out[rule] = list(r[rule]) if rule == "require" else r[rule]
     return out
 
 

@@ -65,9 +65,9 @@ def root_key(root):
         return abspath(root)
     key = abspath(root["path"])
     naming, hide, prefix = root.get("naming") or "", bool(root.get("hide_manual")), root.get("prefix") or ""
-    depth = root.get("max_depth")
-    if naming or hide or depth is not None:
-        key += "\1naming=%s\1prefix=%s\1hide=%d\1depth=%s" % (naming, prefix, hide, depth)
+    depth, require = root.get("max_depth"), ",".join(root.get("require") or ())
+    if naming or hide or depth is not None or require:
+        key += "\1naming=%s\1prefix=%s\1hide=%d\1depth=%s\1require=%s" % (naming, prefix, hide, depth, require)
     return key
 
 

@@ -32,6 +32,19 @@ def _depth(root, skill_dir):
     return 0 if rel == "." else rel.count(os.sep) + 1
 
 
+def _has(meta, field):
+    v = meta.get(field)
+    return isinstance(v, str) and bool(v.strip())
+
+
+def _lead(body):
+    for block in body.strip().split("\n\n"):
+        text = " ".join(l.strip() for l in block.strip().split("\n") if l.strip())
+        if text:
+            return text.lstrip("#").strip()
+    return ""
+
+
 def manual_only(meta):
     """True when the frontmatter says ``disable-model-invocation: true``:
     the skill is for the user to call, and the runner hides it from the
@@ -52,8 +65,9 @@ def collect(roots, disabled=frozenset(), walked=None):
     A root's rules (runners/skillsets.py) decide the name and visibility:
     ``naming: "folder"`` names a skill by its folder, after the root's
     prefix (Claude Code's ``plugin:skill``), not by its frontmatter; and
-    ``hide_manual`` leaves out ``disable-model-invocation`` skills, counted
-    as hidden; ``max_depth`` skips skills nested deeper below the root
+    ``hide_manual`` leaves out ``disable-model-invocation`` skills, and
+    ``require`` (frontmatter fields) those missing a field the runner
+    needs, both counted as hidden; ``max_depth`` skips skills nested deeper below the root
     than the runner looks (1: only ``<root>/<skill>/SKILL.md``).
     """
     skills = []
@@ -98,11 +112,14 @@ def collect(roots, disabled=frozenset(), walked=None):
             if by_folder:
                 rec["name"] = root.get("prefix", "") + folder
                 probs = [p for p in probs if not p.startswith("missing name")]
-                if not isinstance(rec["meta"].get("description"), str) or not rec["meta"]["description"].strip():
-                    # Claude Code describes such a skill by its first
-                    # paragraph, never by when_to_use (a field of its own).
-                    rec["description"] = " ".join(frontmatter._first_paragraph(rec["body"]).split()) \
-                        or rec["description"]
+                if not _has(rec["meta"], "description"):
+                    # Claude Code describes such a skill by its body's first
+                    # paragraph, a heading included ("# Title" -> "Title"),
+                    # never by when_to_use (a field of its own).
+                    rec["description"] = _lead(rec["body"]) or rec["description"]
+            if any(not _has(rec["meta"], f) for f in root.get("require") or ()):
+                c["hidden"] += 1  # the runner does not load it
+                continue
             if root.get("hide_manual") and manual_only(rec["meta"]):
                 c["hidden"] += 1
                 continue

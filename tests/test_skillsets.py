@@ -71,13 +71,36 @@ def test_claude_code_when_to_use_and_first_paragraph_count(hook, tmp_path):
     proj = tmp_path / "proj"
     # no description: the first paragraph stands in; when_to_use is searched
     make_skill(proj / ".claude" / "skills", "okapi", "when_to_use: when a giraffe cousin shows up",
-               body="# Okapi\n\nTrack okapi sightings in the rainforest.\n")
+               body="Track okapi sightings in the rainforest.\n\n# Okapi\n")
     make_skill(proj / ".claude" / "skills", "other", {"description": "Unrelated gardening advice."})
+    make_skill(proj / ".claude" / "skills", "titled", raw="# Tapir tracking\n\nFollow tapir trails.\n")
     for word in ("giraffe", "sightings"):
         block = parse(hook("claude-code", payload("claude-code", word, cwd=str(proj))))[
             "hookSpecificOutput"]["additionalContext"]
         assert _names(block) == {"okapi"}
     assert "Track okapi sightings" in block
+    # a heading counts as the first paragraph, as Claude Code 2.1.197 and
+    # 2.1.332 list it ("# Title" -> "Title")
+    block = parse(hook("claude-code", payload("claude-code", "tapir", cwd=str(proj))))[
+        "hookSpecificOutput"]["additionalContext"]
+    assert "- **titled** (titled): Tapir tracking" in block
+
+
+@pytest.mark.parametrize("runner,folder,loaded", [
+    # what each real CLI listed (Codex 0.171.0, Gemini CLI 0.61.0, Cline 3.0.65)
+    ("codex", ".agents/skills", {"full", "no-name"}),
+    ("gemini", ".gemini/skills", {"full"}),
+    ("cline", ".cline/skills", {"full", "no-desc"}),
+    ("claude-code", ".claude/skills", {"full", "no-name", "no-desc"})])
+def test_skills_a_runner_does_not_load_are_left_out(runner, folder, loaded, hook, tmp_path):
+    proj = tmp_path / "proj"
+    root = proj / folder
+    make_skill(root, "full", raw="---\nname: full\ndescription: Zebra care.\n---\n")
+    make_skill(root, "no-name", raw="---\ndescription: Zebra feeding.\n---\n")
+    make_skill(root, "no-desc", raw="---\nname: no-desc\n---\nZebra grooming.\n")
+    doc = parse(hook(runner, payload(runner, "zebra care feeding grooming", cwd=str(proj)), "-k", "20"))
+    block = json.dumps(doc)
+    assert {n for n in ("full", "no-name", "no-desc") if "**%s**" % n in block} == loaded
 
 
 def test_disabled_plugin_and_foreign_project_install_are_left_out(tmp_path, monkeypatch):

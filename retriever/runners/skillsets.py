@@ -4,7 +4,8 @@ precedence order, and how it names and hides what it finds there.
 A hook should offer exactly the skills its runner can load, under the names
 that runner uses.  One function per runner turns a hook payload into a list
 of root dicts (``path``, ``source``, ``prefix`` and the rules ``naming``,
-``hide_manual`` and ``max_depth`` that ``skills.collect`` applies);
+``hide_manual``, ``max_depth`` and ``require`` that ``skills.collect``
+applies);
 ``skill_set`` keeps the folders that exist, without aliases of one folder.
 Checked against the pinned CLIs (README "Skill sets" lists the source of
 each folder):
@@ -27,6 +28,8 @@ each folder):
 
 Claude Code, Gemini CLI and Cline read ``<folder>/<skill>/SKILL.md`` only,
 never deeper (Gemini also ``<folder>/SKILL.md``); Codex walks the whole tree.
+Codex skips a skill without ``description``, Gemini CLI one without ``name``
+or ``description``, Cline one without ``name`` (rule ``require``).
 
 Hot path: runs inside a hook under ``python -I -S``; built-in modules only.
 """
@@ -221,11 +224,12 @@ def codex(payload):
     ``~/.agents/skills`` and the admin ``/etc/codex/skills``."""
     cwd = _cwd(payload)
     home = locate.home()
-    roots = [_root(d + "/.agents/skills", "codex project") for d in project_dirs(cwd)]
-    roots.append(_root(locate.abspath(cwd) + "/.codex/skills", "codex project"))
-    roots.append(_root(locate.abspath(locate.env("CODEX_HOME") or "~/.codex") + "/skills", "codex user"))
-    roots.append(_root(home + "/.agents/skills", "codex user"))
-    roots.append(_root("/etc/codex/skills", "codex admin"))
+    rules = {"require": ("description",)}
+    roots = [_root(d + "/.agents/skills", "codex project", **rules) for d in project_dirs(cwd)]
+    roots.append(_root(locate.abspath(cwd) + "/.codex/skills", "codex project", **rules))
+    roots.append(_root(locate.abspath(locate.env("CODEX_HOME") or "~/.codex") + "/skills", "codex user", **rules))
+    roots.append(_root(home + "/.agents/skills", "codex user", **rules))
+    roots.append(_root("/etc/codex/skills", "codex admin", **rules))
     return roots
 
 
@@ -282,14 +286,15 @@ def gemini(payload):
     if started and locate.abspath(started) not in projects:
         projects.append(locate.abspath(started))
     home = locate.home()
+    rules = {"max_depth": 1, "require": ("name", "description")}
     roots = []
     for d in projects:
-        roots += [_root(d + "/.agents/skills", "gemini project", max_depth=1),
-                  _root(d + "/.gemini/skills", "gemini project", max_depth=1)]
-    roots += [_root(home + "/.agents/skills", "gemini user", max_depth=1),
-              _root(home + "/.gemini/skills", "gemini user", max_depth=1)]
+        roots += [_root(d + "/.agents/skills", "gemini project", **rules),
+                  _root(d + "/.gemini/skills", "gemini project", **rules)]
+    roots += [_root(home + "/.agents/skills", "gemini user", **rules),
+              _root(home + "/.gemini/skills", "gemini user", **rules)]
     for name, folder in gemini_extensions(home, projects[0]):
-        roots.append(_root(folder + "/skills", "gemini extension " + name, max_depth=1))
+        roots.append(_root(folder + "/skills", "gemini extension " + name, **rules))
     return roots
 
 
@@ -306,12 +311,13 @@ def cline(payload):
             projects.append(w)
     if not projects:
         projects.append(_cwd(payload))
+    rules = {"max_depth": 1, "require": ("name",)}
     roots = []
     for d in projects:
-        roots += [_root(d + "/" + sub + "/skills", "cline project", max_depth=1)
+        roots += [_root(d + "/" + sub + "/skills", "cline project", **rules)
                   for sub in (".clinerules", ".cline", ".agents")]
-    roots.append(_root(locate.abspath(locate.env("CLINE_DIR") or "~/.cline") + "/skills", "cline user", max_depth=1))
-    roots.append(_root(locate.home() + "/.agents/skills", "cline user", max_depth=1))
+    roots.append(_root(locate.abspath(locate.env("CLINE_DIR") or "~/.cline") + "/skills", "cline user", **rules))
+    roots.append(_root(locate.home() + "/.agents/skills", "cline user", **rules))
     return roots
 
 
