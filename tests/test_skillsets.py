@@ -304,3 +304,21 @@ def test_gemini_reads_the_skills_of_extensions_enabled_here(hook, tmp_path):
     proj.mkdir()
     doc = parse(hook("gemini", payload("gemini", "zebra", cwd=str(proj)), "-k", "20"))
     assert _names(doc["hookSpecificOutput"]["additionalContext"]) == {"zebra-on", "zebra-linked"}
+
+
+def test_claude_code_plugin_packaging_is_consistent():
+    # The repository is a one-plugin marketplace; the hook it registers is
+    # ours and starts from the plugin's own folder.
+    from skillret_helpers import REPO
+    from retriever import __version__
+    from retriever.runners import install
+    plugin = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())
+    hooks = json.loads((REPO / "hooks" / "hooks.json").read_text())
+    assert plugin["name"] == "skill-retrieval" and plugin["version"] == __version__
+    assert [(p["name"], p["source"]) for p in market["plugins"]] == [("skill-retrieval", "./")]
+    (group,) = hooks["hooks"]["UserPromptSubmit"]
+    (handler,) = group["hooks"]
+    assert install.is_ours(handler["command"], "claude-code")
+    assert handler["command"].startswith('"${CLAUDE_PLUGIN_ROOT}/bin/skill-retrieve"')
+    assert handler["timeout"] <= 10
