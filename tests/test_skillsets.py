@@ -322,3 +322,11 @@ def test_claude_code_plugin_packaging_is_consistent():
     assert install.is_ours(handler["command"], "claude-code")
     assert handler["command"].startswith('"${CLAUDE_PLUGIN_ROOT}/bin/skill-retrieve"')
     assert handler["timeout"] <= 10
+
+
+def test_every_registry_record_names_a_skill_set_function():
+    from retriever.runners.registry import RUNNERS
+    for name, record in RUNNERS.items():
+        fn = record["skills"]
+        assert fn is None or callable(getattr(skillsets, fn, None)), name
+    assert [n for n, r in RUNNERS.items() if r["skills"] is None] == ["hermes"]
