@@ -56,6 +56,8 @@ Observed on the wire (test_infra_smoke.py, a hook that prints MARKER-123):
   ``UserPromptSubmit`` hook in ``.clinerules/hooks`` or ``~/.cline/hooks`` is
   discovered (its log says so) but never started for the task's prompt;
   ``prompt_submit`` hooks run detached, their output unread. ~4 s per run.
+  Cline leaves a detached "hub" daemon behind (``--cline-hub-daemon``, port
+  ``$CLINE_HUB_PORT``, default 25463); ``run_cline`` stops it.
 
 Gotchas: a hook script's shebang may carry only ONE argument on Linux
 (``#!/usr/bin/python3 -IS``, not ``-I -S``); a hook that exits 2 *blocks* the
@@ -632,11 +634,55 @@ def run_cline(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | os
     home, cwd = Path(home), Path(cwd)
     home.mkdir(parents=True, exist_ok=True)
     cwd.mkdir(parents=True, exist_ok=True)
-    env = _base_env(home, extra_env)
-    auth = run_process([str(CLINE_BIN), "auth", "-p", "openai", "-k", "dummy", "-m", HERMES_MODEL,
-                        "-b", mock.base_url_v1], env, cwd, 60)
-    if auth.returncode != 0:
-        return auth, []
-    start = len(mock.requests)
-    cp = run_process([str(CLINE_BIN), "--json", prompt], env, cwd, timeout)
-    return cp, _requests_since(mock, start)
+    # Cline starts a background "hub" daemon in a session of its own, on a
+    # fixed port by default: give each run its own port, and stop the
+    # daemon afterwards (a later run would otherwise reuse it, HOME and all).
+    port = _free_port()
+    env = _base_env(home, {"CLINE_HUB_PORT": str(port), **(extra_env or {})})
+    try:
+        auth = run_process([str(CLINE_BIN), "auth", "-p", "openai", "-k", "dummy", "-m", HERMES_MODEL,
+                            "-b", mock.base_url_v1], env, cwd, 60)
+        if auth.returncode != 0:
+            return auth, []
+        start = len(mock.requests)
+        cp = run_process([str(CLINE_BIN), "--json", prompt], env, cwd, timeout)
+        return cp, _requests_since(mock, start)
+    finally:
+        _stop_cline_hub(port)
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop_cline_hub(port: int) -> None:
+    """SIGTERM, then SIGKILL, the Cline hub daemon serving ``port`` (found
+    by its command line: it runs detached, outside our process group)."""
+    def daemons():
+        found = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                args = Path("/proc", pid, "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--cline-hub-daemon" in args and b"--port" in args and \
+                    args[args.index(b"--port") + 1:args.index(b"--port") + 2] == [str(port).encode()]:
+                found.append(int(pid))
+        return found
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = daemons()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and daemons():
+            time.sleep(0.05)
