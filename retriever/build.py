@@ -77,12 +77,16 @@ def build(scope, index_path, profile="default", warn=None):
     """Collect, index and write.  Returns ``(header, problems)``.
 
     ``warn`` receives one line per problem (file and reason); the build
-    never stops on a bad skill.
+    never stops on a bad skill.  Raises store.UnsafeTarget, before any
+    work, when ``index_path`` is not ours to overwrite.
     """
+    store.write_target(index_path)
     t0 = time.perf_counter()
-    walked = discover.walk_roots(scope["roots"])
+    skipped = []
+    walked = discover.walk_roots(scope["roots"], skipped)
     sig = signature(scope, walked)
     recs, problems, counts = skills.collect(scope["roots"], scope["disabled"], walked)
+    problems = skipped + problems
     recs.sort(key=lambda r: r["id"])  # skill numbers follow id order: ties break by id
     prof = index.PROFILES[profile]
     built = index.build(recs, prof)

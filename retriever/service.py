@@ -463,8 +463,11 @@ def touch_stamp(index_path):
     """Record a freshness check now."""
     p = stamp_path(index_path)
     try:
-        fd = posix.open(p, posix.O_WRONLY | posix.O_CREAT, 0o600)
-        posix.close(fd)
-        posix.utime(p)
+        # Never follow a link or block on a FIFO someone put at this name.
+        fd = posix.open(p, posix.O_WRONLY | posix.O_CREAT | posix.O_NONBLOCK | posix.O_NOFOLLOW, 0o600)
+        try:
+            posix.utime(fd)
+        finally:
+            posix.close(fd)
     except OSError:
         pass

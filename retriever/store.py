@@ -3,7 +3,8 @@
 Layout (all offsets absolute, sections 8-byte aligned, native byte order
 recorded in the header)::
 
-    b"SKRIDX\\0\\1" | u32 header length | marshal(header dict) | sections
+    b"SKRIDX\\0\\1" | u32 header length | u32 CRC-32 of the header
+    | marshal(header dict) | sections
 
     term_off  u32[T+1]   offsets of each term in term_blob (terms sorted by bytes)
     term_blob utf-8      the terms, concatenated
@@ -23,19 +24,35 @@ section 3).
 import marshal
 
 MAGIC = b"SKRIDX\x00\x01"
-FORMAT_VERSION = 4  # 4: header carries per-field average lengths
+# 5: a CRC-32 of the header in the preamble, one per section in the header,
+# and a validated header (issue 15).
+FORMAT_VERSION = 5
 _READ_WHOLE_BELOW = 1 << 20  # smaller files are read whole in one call
+_PREAMBLE = len(MAGIC) + 8  # magic, u32 header length, u32 header CRC
+# Real headers are a few KiB (one entry per root); a flipped length must not
+# make the loader read, or marshal, megabytes of sections as a header.
+MAX_HEADER = 1 << 20
+# Read at load (and so checked at load) even when the rest is read lazily.
+_TABLES = ("term_off", "term_blob", "post_off", "idf", "doc_off")
+_SECTIONS = _TABLES + ("post_doc", "post_w", "doc_blob")
 
 
 class IndexError_(Exception):
     """The index file is missing, corrupt, truncated or of another version."""
 
 
-def write(path, built, docs, header):
-    """Write the index atomically: a temp file in the same folder, fsync,
-    then rename over ``path``.  Readers see the old file or the new one,
-    never a torn one."""
-    import os
+class UnsafeTarget(Exception):
+    """The index path names something that is not ours to overwrite."""
+
+
+def _crc(data):
+    from zlib import crc32
+    return crc32(data)
+
+
+def pack(built, docs, header):
+    """The index file as ``(header, list of byte chunks)``: what ``write``
+    puts on disk and ``load_bytes`` reads back."""
     import sys
     from array import array
 
@@ -75,13 +92,14 @@ def write(path, built, docs, header):
     ]
     header = dict(header)
     header.update(version=FORMAT_VERSION, byteorder=sys.byteorder,
-                  n_docs=len(docs), n_terms=len(terms), n_postings=len(post_doc))
+                  n_docs=len(docs), n_terms=len(terms), n_postings=len(post_doc),
+                  crc={name: _crc(data) for name, data in sections})
     # Two passes: section offsets depend on the header's own length.
     layout = {}
     for _ in range(3):
         header["sections"] = layout
         hbytes = marshal.dumps(header)
-        pos = _align(len(MAGIC) + 4 + len(hbytes))
+        pos = _align(_PREAMBLE + len(hbytes))
         new = {}
         for name, data in sections:
             new[name] = (pos, len(data))
@@ -92,22 +110,42 @@ def write(path, built, docs, header):
         layout = new
     header["sections"] = layout
     hbytes = marshal.dumps(header)
+    chunks = [MAGIC, len(hbytes).to_bytes(4, "little"), _crc(hbytes).to_bytes(4, "little"), hbytes]
+    pos = _PREAMBLE + len(hbytes)
+    for name, data in sections:
+        chunks.append(b"\0" * (layout[name][0] - pos))
+        chunks.append(data)
+        pos = layout[name][0] + len(data)
+    chunks.append(b"\0" * (header["size"] - pos))
+    return header, chunks
 
-    folder = os.path.dirname(os.path.abspath(path))
+
+def write(path, built, docs, header):
+    """Write the index atomically: a temp file in the same folder, fsync,
+    then rename over ``path``.  Readers see the old file or the new one,
+    never a torn one.  Raises UnsafeTarget, before writing anything, when
+    ``path`` is not ours to replace (see ``write_target``)."""
+    import os
+    header, chunks = pack(built, docs, header)
+    target = write_target(path)
+    folder = os.path.dirname(target)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    tmp = "%s.tmp.%d" % (path, os.getpid())
+    tmp = "%s.tmp.%d" % (target, os.getpid())
+    # O_EXCL | O_NOFOLLOW: the temp name is predictable, so never write
+    # through whatever already sits there (a symlink, a FIFO).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(tmp, "wb") as f:
-            f.write(MAGIC)
-            f.write(len(hbytes).to_bytes(4, "little"))
-            f.write(hbytes)
-            for name, data in sections:
-                f.write(b"\0" * (layout[name][0] - f.tell()))
-                f.write(data)
-            f.write(b"\0" * (header["size"] - f.tell()))
+        fd = os.open(tmp, flags, 0o644)
+    except FileExistsError:
+        os.unlink(tmp)  # left by a crashed build that had our pid
+        fd = os.open(tmp, flags, 0o644)
+    try:
+        with open(fd, "wb") as f:
+            for c in chunks:
+                f.write(c)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -117,90 +155,265 @@ def write(path, built, docs, header):
     return header
 
 
+def write_target(path):
+    """The file ``write`` may replace for ``path``, or UnsafeTarget.
+
+    Ours to replace: nothing at ``path`` yet; an existing skill-retrieval
+    index (any version); any regular file in the cache's own index slots;
+    a symlink to an existing index, replaced at its target so the link
+    survives.  Never another file, a folder, a device, a FIFO or a socket:
+    ``--index`` is a user's argument and may name something precious."""
+    import os
+    import stat
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise UnsafeTarget("cannot check --index %s (%s)" % (path, exc.strerror or exc))
+    if stat.S_ISLNK(st.st_mode):
+        real = os.path.realpath(path)
+        if is_index_file(real):
+            return real
+        raise UnsafeTarget("--index %s is a symlink to %s, which is not a skill-retrieval index; "
+                           "refusing to write there" % (path, real))
+    if stat.S_ISDIR(st.st_mode):
+        raise UnsafeTarget("--index %s is a folder; give a file path" % path)
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeTarget("--index %s is a %s, not a regular file; refusing to write there"
+                           % (path, _kind(st.st_mode)))
+    if is_index_file(path) or _in_cache_slot(path):
+        return path
+    raise UnsafeTarget("--index %s exists and is not a skill-retrieval index; refusing to "
+                       "overwrite it (remove it or choose another path)" % path)
+
+
+def _kind(mode):
+    import stat
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def _in_cache_slot(path):
+    # The per-user cache is ours: a damaged file there is repaired, whatever
+    # it now holds (a user's --index file is not).
+    import os
+    from retriever import locate
+    name = os.path.basename(path)
+    return (os.path.dirname(os.path.abspath(path)) == locate.cache_dir()
+            and name.startswith("index-") and name.endswith(".skr"))
+
+
+def is_index_file(path):
+    """True when ``path`` is a regular file that starts with our magic
+    (never blocks: a FIFO is opened non-blocking and rejected)."""
+    try:
+        fd = _open_regular(path)
+    except (OSError, IndexError_):
+        return False
+    import posix
+    try:
+        return posix.read(fd, len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+    finally:
+        posix.close(fd)
+
+
+def _open_regular(path):
+    """A read-only fd for ``path`` if it is a regular file; raises
+    IndexError_ otherwise.  O_NONBLOCK so that a FIFO never blocks the
+    open (it is then rejected by the fstat)."""
+    import posix
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK)
+    except FileNotFoundError:
+        raise IndexError_("missing")
+    except OSError as exc:
+        raise IndexError_("unreadable (%s)" % (exc.strerror or exc))
+    try:
+        mode = posix.fstat(fd).st_mode
+    except OSError as exc:
+        posix.close(fd)
+        raise IndexError_("unreadable (%s)" % (exc.strerror or exc))
+    if (mode & 0o170000) != 0o100000:
+        posix.close(fd)
+        raise IndexError_("not a regular file")
+    return fd
+
+
 def _align(n):
     return (n + 7) & ~7
 
 
 def read_header(path):
-    """Return ``(header, file object)``; raises IndexError_ with a reason."""
+    """Return ``(header, file object)``; raises IndexError_ with a reason.
+    The header is checked (CRC, keys, types, section bounds) before it is
+    returned."""
+    fd = _open_regular(path)
+    f = open(fd, "rb")
     try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        raise IndexError_("missing")
-    except OSError as exc:
-        raise IndexError_("unreadable (%s)" % (exc.strerror or exc))
-    head = f.read(12)
-    if len(head) < 12 or head[:8] != MAGIC:
+        header = _parse_header(f.read(_PREAMBLE), f.read)
+    except BaseException:
         f.close()
-        raise IndexError_("not a skill-retrieval index (bad magic)" if len(head) >= 8 else "truncated")
-    hlen = int.from_bytes(head[8:12], "little")
+        raise
+    return header, f
+
+
+def _parse_header(pre, read):
+    if len(pre) < _PREAMBLE or pre[:8] != MAGIC:
+        raise IndexError_("not a skill-retrieval index (bad magic)" if len(pre) >= 8 and pre[:8] != MAGIC
+                          else "truncated")
+    hlen = int.from_bytes(pre[8:12], "little")
+    if hlen > MAX_HEADER:
+        raise IndexError_("corrupt header (claims %d bytes)" % hlen)
+    hbytes = read(hlen)
+    if len(hbytes) != hlen:
+        raise IndexError_("truncated")
+    if _crc(hbytes) != int.from_bytes(pre[12:16], "little"):
+        raise IndexError_("corrupt header (checksum mismatch)")
     try:
-        header = marshal.loads(f.read(hlen))
+        header = marshal.loads(hbytes)
     except (EOFError, ValueError, TypeError):
-        f.close()
         raise IndexError_("corrupt header")
     if not isinstance(header, dict) or header.get("version") != FORMAT_VERSION:
-        f.close()
         raise IndexError_("format version %r, expected %d"
                           % (header.get("version") if isinstance(header, dict) else None, FORMAT_VERSION))
-    return header, f
+    problem = check_header(header)
+    if problem:
+        raise IndexError_("corrupt header (%s)" % problem)
+    return header
+
+
+# key -> accepted types.  What the query path, the hooks, revalidation and
+# doctor read from a header; a header missing one, or holding another type,
+# is rebuilt rather than crashing a reader later.
+_HEADER_TYPES = {
+    "version": int, "byteorder": str, "size": int, "n_docs": int, "n_terms": int,
+    "n_postings": int, "sections": dict, "crc": dict, "params": dict, "avglen": dict,
+    "roots": list, "explicit": bool, "only_hermes": bool, "platform": str,
+    "hermes_home": str, "config": (str, type(None)), "disabled": list, "signature": str,
+    "built_at": (int, float), "counts": dict, "problems": int,
+}
+
+
+def check_header(h):
+    """The first thing wrong with header dict ``h``, or None."""
+    for key, types in _HEADER_TYPES.items():
+        if not isinstance(h.get(key), types):
+            return "%s missing or of the wrong type" % key
+    p = h["params"]
+    if not (isinstance(p.get("analyzer"), dict) and isinstance(p.get("profile"), str)
+            and isinstance(p.get("fields"), dict) and isinstance(p["analyzer"].get("stem", ""), str)
+            and isinstance(p["analyzer"].get("stopwords", 0), int)):
+        return "params"
+    for r in h["roots"]:
+        if not (isinstance(r, dict) and isinstance(r.get("path"), str) and isinstance(r.get("prefix"), str)):
+            return "roots"
+    n_docs, n_terms, n_post = h["n_docs"], h["n_terms"], h["n_postings"]
+    want = {"term_off": 4 * (n_terms + 1), "post_off": 4 * (n_terms + 1), "post_doc": 4 * n_post,
+            "post_w": 4 * n_post, "idf": 4 * n_terms, "doc_off": 4 * (n_docs + 1)}
+    sec, crc = h["sections"], h["crc"]
+    for name in _SECTIONS:
+        s = sec.get(name)
+        if not (isinstance(s, tuple) and len(s) == 2 and isinstance(s[0], int) and isinstance(s[1], int)
+                and _PREAMBLE <= s[0] and 0 <= s[1] and s[0] + s[1] <= h["size"]):
+            return "section %s" % name
+        if name in want and s[1] != want[name]:
+            return "section %s length" % name
+        if not isinstance(crc.get(name), int):
+            return "checksum of %s" % name
+    return None
 
 
 def load(path):
     """Open an index for querying.  Returns a plain dict.
 
-    Small files are read whole.  Large ones are read in part: the
-    vocabulary-sized sections (term table, postings offsets, IDF, record
-    offsets) once, and each query term's postings and each printed record
-    with ``pread`` when asked for.  (``mmap`` was measured first: on this
-    kernel every touched region maps a 2 MiB page-cache folio, so a query
-    over 20,000 skills peaked 15 MiB above the interpreter.)
+    Small files are read whole, and every section's CRC-32 is checked.
+    Large ones are read in part: the vocabulary-sized sections (term table,
+    postings offsets, IDF, record offsets) once, checked, and each query
+    term's postings and each printed record with ``pread`` when asked for
+    (those are range-checked by the reader, not checksummed).  (``mmap``
+    was measured first: on this kernel every touched region maps a 2 MiB
+    page-cache folio, so a query over 20,000 skills peaked 15 MiB above
+    the interpreter.)
 
-    Raises IndexError_ (missing, corrupt, truncated, other version).
+    Raises IndexError_ (missing, not a regular file, corrupt, truncated,
+    other version).
     """
     header, f = read_header(path)
-    import sys
-    sec = header["sections"]
     try:
         size = f.seek(0, 2)
-        if size != header.get("size") or header.get("byteorder") != sys.byteorder:
-            raise IndexError_("truncated (%d of %s bytes)" % (size, header.get("size"))
-                              if size != header.get("size") else "byte order differs")
+        _check_size(header, size)
         if size > _READ_WHOLE_BELOW:
             import posix
-            fd = posix.open(path, posix.O_RDONLY)
+            fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK)
 
             def read(off, ln, _fd=fd, _pread=posix.pread):
                 return _pread(_fd, ln, off)
 
-            def section(name):
-                off, ln = sec[name]
-                data = read(off, ln)
-                if len(data) != ln:
-                    raise IndexError_("truncated while reading %s" % name)
-                return memoryview(data)
-        else:
-            f.seek(0)
-            whole = memoryview(f.read())
-
-            def read(off, ln, _mv=whole):
-                return _mv[off:off + ln]
-
-            def section(name):
-                off, ln = sec[name]
-                return whole[off:off + ln]
+            return _index(header, read, _TABLES)
+        f.seek(0)
+        whole = f.read()
     finally:
         f.close()
+    return load_bytes(whole, header)
+
+
+def load_bytes(data, header=None):
+    """An index held in memory (``b"".join`` of ``pack``'s chunks, or a
+    whole file), every section checked.  Raises IndexError_."""
+    if header is None:
+        pos = [_PREAMBLE]
+
+        def take(n):
+            out = data[pos[0]:pos[0] + n]
+            pos[0] += n
+            return out
+
+        header = _parse_header(data[:_PREAMBLE], take)
+        _check_size(header, len(data))
+    whole = memoryview(data)
+
+    def read(off, ln, _mv=whole):
+        return _mv[off:off + ln]
+
+    return _index(header, read, _SECTIONS)
+
+
+def _check_size(header, size):
+    import sys
+    if size != header["size"]:
+        raise IndexError_("truncated (%d of %s bytes)" % (size, header["size"]))
+    if header["byteorder"] != sys.byteorder:
+        raise IndexError_("byte order differs")
+
+
+def _index(header, read, checked):
+    sec = header["sections"]
+    crc = header["crc"]
+    data = {}
+    for name in checked:
+        off, ln = sec[name]
+        b = read(off, ln)
+        if len(b) != ln:
+            raise IndexError_("truncated while reading %s" % name)
+        if _crc(b) != crc[name]:
+            raise IndexError_("damaged %s section (checksum mismatch)" % name)
+        data[name] = memoryview(b)
     return {
         "header": header,
         "read": read,
-        "term_off": section("term_off").cast("I"),
-        "term_blob": bytes(section("term_blob")),
-        "post_off": section("post_off").cast("I"),
+        "term_off": data["term_off"].cast("I"),
+        "term_blob": bytes(data["term_blob"]),
+        "post_off": data["post_off"].cast("I"),
         "post_doc_at": sec["post_doc"][0],
         "post_w_at": sec["post_w"][0],
-        "idf": section("idf").cast("f"),
-        "doc_off": section("doc_off").cast("I"),
+        "idf": data["idf"].cast("f"),
+        "doc_off": data["doc_off"].cast("I"),
         "doc_at": sec["doc_blob"][0],
     }
 

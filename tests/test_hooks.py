@@ -210,7 +210,9 @@ def test_index_that_cannot_be_written_fails_open(runner, hook, skills, tmp_path,
 
 def test_corrupt_index_is_rebuilt_and_logged(hook, skills, tmp_path, log):
     index = tmp_path / "i.skr"
-    index.write_bytes(b"garbage, not an index")
+    # Still ours by its magic, so repaired (a file without it is refused:
+    # test_hostile.py).
+    index.write_bytes(b"SKRIDX\x00\x01" + b"garbage, not an index")
     doc = parse(hook("claude-code", payload("claude-code", PROMPT), "--root", skills, "--index", index))
     assert "**pdf-extract**" in doc["hookSpecificOutput"]["additionalContext"]
     assert [l for l in log() if "built index" in l and str(index) in l]

@@ -137,7 +137,8 @@ def damage(kind, index):
         header = read_header(index)
         header["version"] = store.FORMAT_VERSION + 1
         hb = marshal.dumps(header)
-        index.write_bytes(store.MAGIC + len(hb).to_bytes(4, "little") + hb)
+        import zlib
+        index.write_bytes(store.MAGIC + len(hb).to_bytes(4, "little") + zlib.crc32(hb).to_bytes(4, "little") + hb)
     elif kind == "damaged-records":
         # A well-formed header over unreadable skill records.
         off, ln = _section(index, "doc_blob")
@@ -149,9 +150,36 @@ def damage(kind, index):
         raise AssertionError(kind)
 
 
-KINDS = ["deleted", "empty", "truncated-half", "truncated-sections", "truncated-tiny", "truncated-after-magic", "extra-bytes",
-         "garbage", "text", "wrong-magic", "corrupt-header", "wrong-version",
-         "damaged-records", "damaged-postings"]
+# Damage that leaves our magic in place: still one of our indexes, repaired
+# wherever it is.  Damage that erases it leaves a file that is no longer
+# recognisably ours: a user's --index is then refused (issue 15), the cache's
+# own slots are repaired.
+KINDS = ["deleted", "truncated-half", "truncated-sections", "truncated-after-magic", "extra-bytes",
+         "corrupt-header", "wrong-version", "damaged-records", "damaged-postings"]
+FOREIGN = ["empty", "truncated-tiny", "garbage", "text", "wrong-magic"]
+
+
+@pytest.mark.parametrize("kind", FOREIGN)
+def test_foreign_content_at_index_is_refused_not_overwritten(cli, lib, kind):
+    root, index = lib
+    assert_clean(cli("build", "--root", root, "--index", index))
+    damage(kind, index)
+    before = index.read_bytes()
+    q = ask(cli, root, index)
+    assert_clean(q, 2)
+    assert q.stdout == "" and len(q.stderr.splitlines()) == 1 and "not a skill-retrieval index" in q.stderr
+    assert index.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", FOREIGN)
+def test_foreign_content_in_the_cache_is_repaired(cli, lib, tmp_path, kind):
+    root, _ = lib
+    assert_clean(cli("build", "--root", root))
+    [index] = (tmp_path / "xdg-cache" / "skill-retrieval").glob("index-*.skr")
+    damage(kind, index)
+    q = cli("--root", root, "--format", "json", "extract text from my scanned pdf")
+    assert json_results(q)[0]["id"] == "docs/pdf-extract"
+    assert "rebuilt" in q.stderr
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -171,7 +199,7 @@ def test_query_recovers_from_a_broken_index(cli, lib, kind):
     assert q2.stderr == ""
 
 
-@pytest.mark.parametrize("kind", ["deleted", "garbage", "wrong-version", "truncated-half"])
+@pytest.mark.parametrize("kind", ["deleted", "corrupt-header", "wrong-version", "truncated-half"])
 def test_text_format_recovers_too(cli, lib, kind):
     root, index = lib
     assert_clean(cli("build", "--root", root, "--index", index))

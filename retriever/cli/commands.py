@@ -171,5 +171,9 @@ def main(argv=None):
     except BrokenPipeError:
         return 0
     except Exception as exc:
+        from retriever import store
+        if isinstance(exc, store.UnsafeTarget):
+            sys.stderr.write("skill-retrieve: error: %s\n" % exc)
+            return 2
         sys.stderr.write("skill-retrieve: error: %s: %s\n" % (type(exc).__name__, exc))
         return 1
