@@ -71,49 +71,111 @@ def dedupe_roots(roots):
     return out
 
 
-def walk_skill_files(root):
+# Bounds on one walk (issue 15): a symlink to / or /proc must not walk the
+# machine.  Real libraries nest skills 4 levels deep at most.
+MAX_DEPTH = 40
+MAX_DIRS = 200000
+PATH_MAX = 4096
+
+
+def walk_skill_files(root, problems=None, inside=None):
     """Yield ``(skill_dir, skill_md_path)`` below ``root``, sorted by path.
 
-    Symlinked folders are followed; a folder reached twice (a symlink loop,
-    or two links to one place) is walked once.
+    A symlinked folder is followed only when its target lies inside
+    ``root`` (or one of the real paths in ``inside``: the build's other
+    roots) or is itself a skill folder (Claude Code allows symlinked skill
+    folders; such a folder's own skill is taken, nothing below it).  A
+    folder reached twice (a symlink loop, two links to one place) is
+    walked once, by device and inode.  The walk stops MAX_DEPTH levels
+    down and after MAX_DIRS folders.  What it skips and why (links out of
+    the roots, unreadable folders, paths past PATH_MAX, a SKILL.md that
+    is a FIFO or a device) is appended to ``problems`` as ``(path, reason)``.
     """
+    report = problems.append if problems is not None else (lambda item: None)
+    inside = [os.path.realpath(root)] + [p for p in (inside or ()) if p]
     found = []
     seen = set()
-    stack = [root]
+    stack = [(root, 0, False)]
+    n_dirs = 0
     while stack:
-        d = stack.pop()
+        d, depth, leaf = stack.pop()
+        if len(os.fsencode(d)) >= PATH_MAX:
+            report((d, "path longer than %d bytes; not walked" % PATH_MAX))
+            continue
         try:
             st = os.stat(d)
-        except OSError:
+        except OSError as exc:
+            report((d, "cannot read folder (%s)" % (exc.strerror or exc)))
             continue
         key = (st.st_dev, st.st_ino)
         if key in seen:
             continue
         seen.add(key)
+        n_dirs += 1
+        if n_dirs > MAX_DIRS:
+            report((d, "more than %d folders below %s; stopped walking" % (MAX_DIRS, root)))
+            break
         try:
             entries = list(os.scandir(d))
-        except OSError:
+        except OSError as exc:
+            report((d, "cannot read folder (%s)" % (exc.strerror or exc)))
             continue
-        has_skill = any(e.name == "SKILL.md" and _is_file(e) for e in entries)
+        has_skill = False
+        for e in entries:
+            if e.name == "SKILL.md":
+                kind = _kind(e)
+                if kind == "file":
+                    has_skill = True
+                elif kind != "dir":
+                    report((e.path, "not a regular file (%s); skipped" % kind))
         if has_skill:
             found.append((d, os.path.join(d, "SKILL.md")))
+        if leaf:
+            continue
         for e in entries:
             if e.name in EXCLUDED_DIRS or (has_skill and e.name in SUPPORT_DIRS):
                 continue
             try:
-                if e.is_dir(follow_symlinks=True):
-                    stack.append(e.path)
+                if not e.is_dir(follow_symlinks=True):
+                    continue
+                link = e.is_symlink()
             except OSError:
                 continue
+            if depth + 1 > MAX_DEPTH:
+                report((e.path, "more than %d levels below %s; not walked" % (MAX_DEPTH, root)))
+                continue
+            if not link:
+                stack.append((e.path, depth + 1, False))
+                continue
+            target = os.path.realpath(e.path)
+            if any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in inside):
+                stack.append((e.path, depth + 1, False))
+            elif os.path.isfile(os.path.join(target, "SKILL.md")):
+                stack.append((e.path, depth + 1, True))
+            else:
+                report((e.path, "symlink to %s, outside the skill roots and not a skill folder; "
+                                "not followed" % target))
     found.sort()
     return found
 
 
-def _is_file(entry):
+def _kind(entry):
+    """"file", "dir", "missing" or the kind of special file ``entry`` is
+    (following symlinks)."""
+    import stat
     try:
-        return entry.is_file(follow_symlinks=True)
+        mode = entry.stat(follow_symlinks=True).st_mode
     except OSError:
-        return False
+        return "missing"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "socket" if stat.S_ISSOCK(mode) else "special file"
 
 
 def skill_id(root, skill_dir):
@@ -130,10 +192,12 @@ def skill_id(root, skill_dir):
     return root["prefix"] + "/".join(parts)
 
 
-def walk_roots(roots):
+def walk_roots(roots, problems=None):
     """``{root path: walk_skill_files(root path)}``, walked once per build
-    and shared by the manifest and the collection."""
-    return {r["path"]: walk_skill_files(r["path"]) for r in roots}
+    and shared by the manifest and the collection; a symlink from one root
+    into another is followed.  What was skipped goes to ``problems``."""
+    inside = [os.path.realpath(r["path"]) for r in roots]
+    return {r["path"]: walk_skill_files(r["path"], problems, inside) for r in roots}
 
 
 def manifest(roots, extra_files=(), walked=None):
