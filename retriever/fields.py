@@ -94,18 +94,25 @@ def body_outline(body):
     return "\n".join(headings), "\n".join(usage), "\n".join(negative), "\n".join(rest)
 
 
+# What is analysed of one field (the largest real body is 290 KiB), so a
+# huge file costs a bounded time and memory to index.
+MAX_FIELD_CHARS = 1 << 20
+
+
 def field_texts(skill, profile):
-    """The text of each field of ``profile`` for one skill record."""
+    """The text of each field of ``profile`` for one skill record, each at
+    most MAX_FIELD_CHARS characters."""
     name = skill["name"]
     folder = skill["id"].rsplit("/", 1)[-1].split(":")[-1]
     names = name if folder == name else name + " " + folder
     fields = profile["fields"]
     if fields.keys() == {"seed"}:
         # The design we started from: one text, "name: description" + triggers + tags.
-        return {"seed": " ".join([name + ": " + skill["description"]] + skill["triggers"] + skill["tags"])}
+        return {"seed": " ".join([name + ": " + skill["description"]] + skill["triggers"]
+                                 + skill["tags"])[:MAX_FIELD_CHARS]}
     camel = split_camel(names)
     desc, desc_not = split_not_for(skill["description"])
-    headings, usage, body_not, body = body_outline(skill.get("body", ""))
+    headings, usage, body_not, body = body_outline(skill.get("body", "")[:MAX_FIELD_CHARS])
     out = {
         "name": names if camel == names else names + " " + camel,
         "description": desc,
@@ -117,4 +124,4 @@ def field_texts(skill, profile):
         "body": body,
         "not": (desc_not + "\n" + body_not).strip(),
     }
-    return {f: t for f, t in out.items() if f in fields}
+    return {f: t[:MAX_FIELD_CHARS] for f, t in out.items() if f in fields}

@@ -9,15 +9,128 @@ Build path only: PyYAML is imported here, never on the query path.
 
 _yaml_loader = None
 
+# Bounds on what one SKILL.md may cost the build (issue 15).  The largest
+# frontmatter among 3,741 real skills is 2 KiB and the deepest nests 5
+# levels; a few lines of YAML aliases can otherwise expand into billions of
+# nodes and hang the build with every skill hidden.
+MAX_FRONTMATTER = 256 * 1024   # characters between the fences
+MAX_YAML_NODES = 20000         # nodes once aliases and merge keys are expanded
+MAX_YAML_DEPTH = 64            # nesting levels
+YAML_SECONDS = 2.0             # wall time for parsing one frontmatter
+# What is kept of a name and a description (the longest real ones: 59 and
+# 5,258 characters); the rest would only slow the build and the output.
+MAX_NAME = 256
+MAX_DESCRIPTION = 16384
+
+
+class Rejected(ValueError):
+    """A SKILL.md past the bounds: reported and skipped, never indexed."""
+
 
 def _load_yaml(text):
-    """yaml.load with the C loader when present; raises on invalid YAML."""
+    """Parse YAML with the C loader when present; raises on invalid YAML
+    and Rejected past the bounds."""
+    return load_yaml(text)
+
+
+def load_yaml(text, max_chars=MAX_FRONTMATTER):
+    """yaml's safe loader, bounded: Rejected when ``text`` is longer than
+    ``max_chars``, expands past MAX_YAML_NODES nodes or MAX_YAML_DEPTH
+    levels (alias bombs, merge-key bombs, recursive aliases), or takes
+    longer than YAML_SECONDS.  The document is composed into nodes first
+    (aliases are shared there, so composing is linear) and counted before
+    anything is constructed."""
     global _yaml_loader
+    if len(text) > max_chars:
+        raise Rejected("frontmatter is %d characters, over the %d limit" % (len(text), max_chars))
     if _yaml_loader is None:
         import yaml
         _yaml_loader = (yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    yaml, loader = _yaml_loader
-    return yaml.load(text, Loader=loader)
+    yaml, Loader = _yaml_loader
+    with _time_limit(YAML_SECONDS):
+        loader = Loader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _check_nodes(node, yaml.nodes)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+
+
+def _check_nodes(root, nodes):
+    """Rejected unless the tree under ``root``, with every alias expanded,
+    stays within MAX_YAML_NODES nodes and MAX_YAML_DEPTH levels.  Subtree
+    sizes are memoised per node, so the count costs one visit per distinct
+    node however often aliases repeat it."""
+    size = {}
+    on_path = set()
+    stack = [(root, 0, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            n = 1
+            for child in _children(node, nodes):
+                n += size[id(child)]
+            size[key] = min(n, MAX_YAML_NODES + 1)
+            if n > MAX_YAML_NODES:
+                raise Rejected("YAML expands to over %d nodes (an alias bomb?)" % MAX_YAML_NODES)
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise Rejected("YAML alias refers to itself")
+        if depth > MAX_YAML_DEPTH:
+            raise Rejected("YAML nested deeper than %d levels" % MAX_YAML_DEPTH)
+        on_path.add(key)
+        stack.append((node, depth, True))
+        for child in _children(node, nodes):
+            if id(child) in on_path:
+                raise Rejected("YAML alias refers to itself")
+            if id(child) not in size:
+                stack.append((child, depth + 1, False))
+
+
+def _children(node, nodes):
+    if isinstance(node, nodes.SequenceNode):
+        return node.value
+    if isinstance(node, nodes.MappingNode):
+        return [n for kv in node.value for n in kv]
+    return ()
+
+
+class _time_limit:
+    """SIGALRM-based wall-clock bound; a no-op off the main thread or where
+    there is no SIGALRM (the size and node bounds still hold there)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.old = None
+
+    def __enter__(self):
+        import signal
+        import threading
+        if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+            return self
+        if signal.getitimer(signal.ITIMER_REAL)[0]:
+            return self  # someone else's timer is running: leave it alone
+
+        def expired(signum, frame):
+            raise Rejected("YAML took over %gs to parse" % self.seconds)
+
+        self.old = signal.signal(signal.SIGALRM, expired)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            import signal
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)
+        return False
 
 
 def yaml_available():
@@ -126,6 +239,8 @@ def _as_list(value):
 
 def parse_skill(text, folder_name):
     """Parse SKILL.md text.  Returns (skill dict, list of problem strings).
+    Raises Rejected for a file past the bounds (see ``load_yaml``), which
+    the caller reports and skips.
 
     The dict always has ``name``, ``description``, ``triggers``, ``tags``,
     ``body`` and ``meta`` (the raw mapping, possibly empty).
@@ -138,6 +253,8 @@ def parse_skill(text, folder_name):
     if fm_text is not None and fm_text.strip():
         try:
             data = _load_yaml(fm_text)
+        except Rejected:
+            raise
         except ImportError:
             data = lenient_parse(fm_text)
         except Exception as exc:
@@ -162,7 +279,7 @@ def parse_skill(text, folder_name):
     elif not isinstance(name, str):
         problems.append("name is a %s; converted to text" % type(name).__name__)
         name = _as_text(name)
-    name = " ".join(name.split()) or folder_name
+    name = " ".join(name[:MAX_NAME * 4].split())[:MAX_NAME] or folder_name
 
     desc = meta.get("description")
     if desc is None or (isinstance(desc, str) and not desc.strip()):
@@ -171,7 +288,7 @@ def parse_skill(text, folder_name):
             problems.append("missing description; using the first paragraph")
     if not isinstance(desc, str):
         problems.append("description is a %s; converted to text" % type(desc).__name__)
-    desc = " ".join(_as_text(desc).split())
+    desc = " ".join(_as_text(desc)[:MAX_DESCRIPTION * 4].split())[:MAX_DESCRIPTION]
 
     md = meta.get("metadata") if isinstance(meta.get("metadata"), dict) else {}
     hermes = md.get("hermes") if isinstance(md.get("hermes"), dict) else {}

@@ -13,8 +13,10 @@ def config_path(hermes_home):
 
 
 def _parse_yaml(text):
-    import yaml
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    # Bounded like a skill's frontmatter: an alias bomb in config.yaml
+    # must not hang every build (issue 15).
+    from retriever.frontmatter import load_yaml
+    return load_yaml(text, max_chars=1 << 22)
 
 
 def load(hermes_home, warn=None):

@@ -10,6 +10,36 @@ import os
 from retriever import discover, frontmatter
 
 
+# The largest of 3,741 real SKILL.md files is 290 KiB; past this, the rest
+# of a file is not read (what is analysed per field is cut again later).
+MAX_FILE = 4 << 20
+
+
+def read_capped(path, limit=MAX_FILE):
+    """Up to ``limit + 1`` bytes of ``path``.  Raises OSError, or ValueError
+    when it is not a regular file (a FIFO or a device named SKILL.md: opened
+    non-blocking, so a FIFO never stalls the build)."""
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError("not a regular file (%s)" % ("FIFO" if stat.S_ISFIFO(mode) else
+                                                          "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                                                          else "socket" if stat.S_ISSOCK(mode) else "special file"))
+        chunks = []
+        left = limit + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _visibility(meta):
     """The Hermes visibility gates of a skill, or None when it has none."""
     vis = {}
@@ -90,19 +120,30 @@ def collect(roots, disabled=frozenset(), walked=None):
             seen_files.add(real)
             c["found"] += 1
             try:
-                with open(md, "rb") as f:
-                    raw = f.read()
+                raw = read_capped(md)
             except OSError as exc:
                 problems.append((md, "cannot read (%s)" % (exc.strerror or exc)))
                 c["unreadable"] += 1
                 continue
+            except ValueError as exc:
+                problems.append((md, "skipped: %s" % exc))
+                c["unreadable"] += 1
+                continue
+            if len(raw) > MAX_FILE:
+                raw = raw[:MAX_FILE]
+                problems.append((md, "larger than %d MiB; read the first %d MiB" % (MAX_FILE >> 20, MAX_FILE >> 20)))
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 text = raw.decode("utf-8", "replace")
                 problems.append((md, "not valid UTF-8; undecodable bytes replaced"))
             folder = os.path.basename(skill_dir.rstrip(os.sep)) or "skill"
-            rec, probs = frontmatter.parse_skill(text, folder)
+            try:
+                rec, probs = frontmatter.parse_skill(text, folder)
+            except frontmatter.Rejected as exc:
+                problems.append((md, "skipped: %s" % exc))
+                c["malformed"] += 1
+                continue
             plugin_skill = root.get("source") == "hermes-plugin"
             if plugin_skill:
                 # Hermes loads a plugin's skill only by its qualified name

@@ -95,8 +95,7 @@ def _category_descriptions(roots):
             try:
                 with open(os.path.join(d, "DESCRIPTION.md"), encoding="utf-8") as f:
                     fm, _, _ = frontmatter.split_frontmatter(f.read())
-                import yaml
-                data = yaml.safe_load(fm or "") or {}
+                data = frontmatter.load_yaml(fm or "") or {}
             except Exception:
                 continue
             desc = data.get("description") if isinstance(data, dict) else None
