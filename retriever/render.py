@@ -7,11 +7,32 @@ HEADING = "## Retrieved Skills"
 GUIDANCE = ("Skills that may fit this request; if one applies, load it (skill_view(name), "
             "or read its SKILL.md) before acting.")
 DESC_MAX = 200
+JSON_DESC_MAX = 2000  # --format json: longer descriptions are cut (README)
+
+
+def one_line(text):
+    """``text`` as one line of printable characters.
+
+    Every string shown from a skill (id, name, description) passes here:
+    a folder name or a description holding a newline could otherwise add
+    lines to the injected block (a forged "## Retrieved Skills" heading),
+    and ESC, BEL, NUL or a bidi override (U+202E) would reach the user's
+    terminal raw.  Anything ``str.isprintable`` rejects (C0 and C1
+    controls, line and paragraph separators, format characters such as
+    U+202A-U+202E and U+2066-U+2069, unassigned and surrogate code points)
+    becomes a space, and runs of spaces become one.
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(text.split())
 
 
 def short(desc, limit=DESC_MAX):
-    """Cut a description to ``limit`` characters: ``limit - 3`` plus ``...``."""
-    desc = " ".join(desc.split())
+    """``desc`` as one line cut to ``limit`` characters: ``limit - 3``
+    plus ``...``."""
+    desc = one_line(desc)
     return desc if len(desc) <= limit else desc[: limit - 3] + "..."
 
 
@@ -21,15 +42,18 @@ def text_block(results):
         return ""
     lines = [HEADING, GUIDANCE]
     for r in results:
-        lines.append("- **%s** (%s): %s" % (r["name"], r["id"], short(r["description"])))
+        lines.append("- **%s** (%s): %s" % (one_line(r["name"]), one_line(r["id"]), short(r["description"])))
     return "\n".join(lines) + "\n"
 
 
 def json_doc(query, results):
-    """``{"query", "results": [{"id", "name", "path", "score", "description"}]}``."""
+    """``{"query", "results": [{"id", "name", "path", "score", "description"}]}``;
+    id, name and description are one line each, descriptions cut to
+    JSON_DESC_MAX characters."""
     from retriever import jsonlite
     return jsonlite.dumps({
         "query": query,
-        "results": [{"id": r["id"], "name": r["name"], "path": r["path"],
-                     "score": r["score"], "description": r["description"]} for r in results],
+        "results": [{"id": one_line(r["id"]), "name": one_line(r["name"]), "path": r["path"],
+                     "score": r["score"], "description": short(r["description"], JSON_DESC_MAX)}
+                    for r in results],
     }) + "\n"

@@ -10,6 +10,7 @@ analyzer, weights and IDF as the index, so the numbers add up to the scores
 import sys
 
 from retriever.cli.commands import k_type
+from retriever.render import one_line
 
 
 def add_arguments(p):
@@ -106,12 +107,12 @@ def run(args):
         if not contrib:
             w("%s (%s) is not listed: it shares no term with the query. Words from the query that would "
               "match it must appear in its name, description, triggers, tags or body.\n"
-              % (rec["name"], rec["id"]))
+              % (one_line(rec["name"]), one_line(rec["id"])))
             continue
         full = query.search(idx, text, 1000, min_score=0, min_ratio=0)
         pos = next((i for i, r in enumerate(full, 1) if r["id"] == rec["id"]), None)
         w("%s (%s) is not listed: it ranks %s with score %.3f; the last listed scores %.3f.\n"
-          % (rec["name"], rec["id"], "#%d" % pos if pos else "below the cut", total,
+          % (one_line(rec["name"]), one_line(rec["id"]), "#%d" % pos if pos else "below the cut", total,
              results[-1]["score"] if results else 0.0))
         _explain_one(w, pos or 0, total, rec, terms, profile, n, avglen, df)
     return 0
@@ -120,7 +121,7 @@ def run(args):
 def _explain_one(w, rank, score, rec, terms, profile, n, avglen, df):
     if rec is None:
         return
-    w("#%d %s (%s)  score %.3f\n" % (rank, rec["name"], rec["id"], score))
+    w("#%d %s (%s)  score %.3f\n" % (rank, one_line(rec["name"]), one_line(rec["id"]), score))
     contrib = breakdown(rec, terms, profile, n, avglen, df)
     for t, c in sorted(contrib.items(), key=lambda kv: -kv[1]["total"]):
         fields = ", ".join("%s %.2f" % (f, v) for f, v in sorted(c["fields"].items(), key=lambda kv: -kv[1]))
