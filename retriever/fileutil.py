@@ -22,9 +22,28 @@ def backup(path):
     return dest
 
 
+class ReadOnly(Exception):
+    """The file exists and its owner may not write it: left unchanged."""
+
+
+def refuse_read_only(path):
+    """ReadOnly when ``path`` exists without write permission for its owner
+    (a 0444 settings file is someone's decision, root or not)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not mode & 0o200:
+        raise ReadOnly("%s is read-only (mode %o); left unchanged - make it writable (chmod u+w) "
+                       "to change it" % (path, mode & 0o7777))
+
+
 def write_atomic(path, text, mode=None):
     """Write ``text`` via a temp file and rename, keeping the old file's
-    permissions (or ``mode`` for a new file)."""
+    permissions (or ``mode`` for a new file).  A symlinked file (dotfiles)
+    is written at its target, so the link and what it points to survive."""
+    if os.path.islink(path):
+        path = os.path.realpath(path)
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
     try:

@@ -181,6 +181,8 @@ def search(idx, text, k, min_score=None, min_ratio=None, keep=None):
         min_score = min_score_setting()
     if min_ratio is None:
         min_ratio = min_ratio_setting()
+    # Cut first: the chit-chat check must not scan a 50 MB paste.
+    text = clean_query(text)
     if min_score > 0 and is_chitchat(text):
         return []
     terms = query_terms(idx, text)

@@ -610,6 +610,9 @@ def append_log(path, record, secrets=()):
         try:
             if os.stat(path).st_size + len(line) > LOG_MAX_BYTES:
                 os.replace(path, path + ".1")
+                # The rotated part keeps the old file's mode, which may
+                # predate the 0600 rule: it holds the same queries.
+                os.chmod(path + ".1", 0o600)
         except FileNotFoundError:
             pass
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -19,7 +19,7 @@ import copy
 import os
 import shutil
 
-from retriever.fileutil import backup, write_atomic
+from retriever.fileutil import backup, refuse_read_only, write_atomic
 
 PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT
@@ -266,6 +266,7 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
     if new is None:
         new = yaml.safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
         note = " (re-written: comments were not kept)"
+    refuse_read_only(config_path)
     saved = backup(config_path) if os.path.exists(config_path) else None
     os.makedirs(os.path.dirname(config_path) or ".", exist_ok=True)
     write_atomic(config_path, new)

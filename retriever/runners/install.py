@@ -21,7 +21,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin", "skill-retrieve")
 
-from retriever.fileutil import backup, write_atomic
+from retriever.fileutil import ReadOnly, backup, refuse_read_only, write_atomic
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
 
@@ -119,13 +119,33 @@ def parse_settings(text, path):
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+    except _NonFinite as exc:
+        raise Refused("%s holds %s, a number JSON cannot represent once read (it would be written "
+                      "back as Infinity or NaN); fix it - left unchanged" % (path, exc))
     except ValueError as exc:
         raise Refused("%s is not valid JSON (%s); fix it or add the hook by hand - left unchanged"
                       % (path, exc))
     if not isinstance(data, dict):
         raise Refused("%s does not hold a JSON object; left unchanged" % path)
     return data
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _finite(literal):
+    # Python reads 1e999 as inf, which json.dumps writes as the non-JSON
+    # token Infinity: a settings file must never come back unparseable.
+    v = float(literal)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise _NonFinite(literal[:40])
+    return v
+
+
+def _no_constant(name):
+    raise _NonFinite(name)
 
 
 def _groups(data, event, path, create):
@@ -210,7 +230,7 @@ def unmerge(data, runner, path="settings"):
 
 def dump_settings(data):
     """Settings as written: two-space indent, UTF-8, final newline."""
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 # ---------------------------------------------------------------- files
@@ -268,6 +288,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None):
     if dry_run:
         out.write("would write %s:\n%s" % (path, new))
         return 0
+    refuse_read_only(path)
     if old is not None:
         out.write("backed up %s to %s\n" % (path, backup(path)))
     write_atomic(path, new, mode)
@@ -293,6 +314,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         out.write("would remove the %s hook from %s\n" % (runner, path)
                   + ("" if new == "" else "new content:\n" + new))
         return 0
+    refuse_read_only(path)
     out.write("backed up %s to %s\n" % (path, backup(path)))
     if new == "":
         os.unlink(path)
@@ -336,7 +358,7 @@ def _hermes(command, dry_run, out):
         return 0
     try:
         msg = (hermes_install.install if command == "install" else hermes_install.uninstall)(home)
-    except hermes_install.HermesInstallError as exc:
+    except (hermes_install.HermesInstallError, Refused, ReadOnly) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     if isinstance(msg, int):
@@ -371,7 +393,7 @@ def run(args):
         if command == "uninstall":
             return uninstall(runner, args.project, args.dry_run)
         return install(runner, args.project, args.dry_run)
-    except Refused as exc:
+    except (Refused, ReadOnly) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     except OSError as exc:
