@@ -132,12 +132,18 @@ def is_stale(header):
 
 
 def revalidate(index_path, profile=None, warn=None):
-    """Rebuild ``index_path`` if its skills changed.  Returns the reason or None."""
+    """Rebuild ``index_path`` if its skills changed or any section of it
+    is damaged (a query of a large index checks only what it reads).
+    Returns the reason, or None when nothing was done; raises
+    store.IndexError_ when not even the header is usable (no roots to
+    rebuild from: the next query rebuilds it)."""
+    header, f = store.read_header(index_path)
+    f.close()
     try:
-        header, f = store.read_header(index_path)
-        f.close()
+        store.verify(index_path)
     except store.IndexError_ as exc:
-        return "unusable index (%s)" % exc
+        build(scope_of(header), index_path, profile or header["params"]["profile"])
+        return "damaged: %s" % exc
     stale, scope = is_stale(header)
     if not stale:
         return None

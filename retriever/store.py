@@ -14,6 +14,13 @@ recorded in the header)::
     idf       f32[T]     per-term IDF (abstention and explain)
     doc_off   u32[N+1]   each skill's record in doc_blob
     doc_blob  marshal    one (id, name, path, description, vis) tuple per skill
+    post_crc  u32[T]     CRC-32 of each term's post_doc + post_w slices
+    doc_crc   u32[N]     CRC-32 of each skill's record
+
+The header holds a CRC-32 of every section, checked for every section a
+load reads whole; the per-term and per-record CRCs cover what a large
+index reads lazily, checked as it is read.  Damage anywhere is found
+before it can change an answer.
 
 Loading reads the header and the vocabulary-sized tables; nothing else is
 read until a query asks for a term's postings or a result's record, so load
@@ -33,12 +40,22 @@ _PREAMBLE = len(MAGIC) + 8  # magic, u32 header length, u32 header CRC
 # make the loader read, or marshal, megabytes of sections as a header.
 MAX_HEADER = 1 << 20
 # Read at load (and so checked at load) even when the rest is read lazily.
-_TABLES = ("term_off", "term_blob", "post_off", "idf", "doc_off")
+_TABLES = ("term_off", "term_blob", "post_off", "idf", "doc_off", "post_crc", "doc_crc")
 _SECTIONS = _TABLES + ("post_doc", "post_w", "doc_blob")
 
 
 class IndexError_(Exception):
     """The index file is missing, corrupt, truncated or of another version."""
+
+
+class Damaged(ValueError):
+    """A lazily read part of a loaded index fails its checksum.  A
+    ValueError, so the query path's repair (rebuild on ValueError) applies;
+    ``path`` names the file."""
+
+    def __init__(self, path, what):
+        ValueError.__init__(self, "index %s: damaged %s (checksum mismatch)" % (path, what))
+        self.path = path
 
 
 class UnsafeTarget(Exception):
@@ -76,9 +93,15 @@ def pack(built, docs, header):
     post_w = array("f", weights_flat)
     doc_off = array("I", [0])
     doc_blob = bytearray()
+    doc_crc = array("I")
     for d in docs:
-        doc_blob += marshal.dumps(d)
+        rec = marshal.dumps(d)
+        doc_crc.append(_crc(rec))
+        doc_blob += rec
         doc_off.append(len(doc_blob))
+    from zlib import crc32
+    pd, pw = memoryview(post_doc).cast("B"), memoryview(post_w).cast("B")
+    post_crc = array("I", [crc32(pw[4 * a:4 * b], crc32(pd[4 * a:4 * b])) for a, b in zip(offs, offs[1:])])
 
     sections = [
         ("term_off", term_off.tobytes()),
@@ -89,6 +112,8 @@ def pack(built, docs, header):
         ("idf", array("f", built["idf"]).tobytes()),
         ("doc_off", doc_off.tobytes()),
         ("doc_blob", bytes(doc_blob)),
+        ("post_crc", post_crc.tobytes()),
+        ("doc_crc", doc_crc.tobytes()),
     ]
     header = dict(header)
     header.update(version=FORMAT_VERSION, byteorder=sys.byteorder,
@@ -315,7 +340,8 @@ def check_header(h):
             return "roots"
     n_docs, n_terms, n_post = h["n_docs"], h["n_terms"], h["n_postings"]
     want = {"term_off": 4 * (n_terms + 1), "post_off": 4 * (n_terms + 1), "post_doc": 4 * n_post,
-            "post_w": 4 * n_post, "idf": 4 * n_terms, "doc_off": 4 * (n_docs + 1)}
+            "post_w": 4 * n_post, "idf": 4 * n_terms, "doc_off": 4 * (n_docs + 1),
+            "post_crc": 4 * n_terms, "doc_crc": 4 * n_docs}
     sec, crc = h["sections"], h["crc"]
     for name in _SECTIONS:
         s = sec.get(name)
@@ -355,12 +381,19 @@ def load(path):
             def read(off, ln, _fd=fd, _pread=posix.pread):
                 return _pread(_fd, ln, off)
 
-            return _index(header, read, _TABLES)
+            idx = _index(header, read, _TABLES)
+            # Read lazily, so checked piece by piece (postings, record).
+            idx["post_crc"] = idx.pop("_post_crc")
+            idx["doc_crc"] = idx.pop("_doc_crc")
+            idx["path"] = path
+            return idx
         f.seek(0)
         whole = f.read()
     finally:
         f.close()
-    return load_bytes(whole, header)
+    idx = load_bytes(whole, header)
+    idx["path"] = path
+    return idx
 
 
 def load_bytes(data, header=None):
@@ -381,7 +414,9 @@ def load_bytes(data, header=None):
     def read(off, ln, _mv=whole):
         return _mv[off:off + ln]
 
-    return _index(header, read, _SECTIONS)
+    idx = _index(header, read, _SECTIONS)
+    del idx["_post_crc"], idx["_doc_crc"]  # every section was checked whole
+    return idx
 
 
 def _check_size(header, size):
@@ -415,7 +450,24 @@ def _index(header, read, checked):
         "idf": data["idf"].cast("f"),
         "doc_off": data["doc_off"].cast("I"),
         "doc_at": sec["doc_blob"][0],
+        "_post_crc": data["post_crc"].cast("I"),
+        "_doc_crc": data["doc_crc"].cast("I"),
+        "post_crc": None,
+        "doc_crc": None,
+        "path": "<memory>",
     }
+
+
+def verify(path):
+    """Check every section of the index at ``path`` whole (what a large
+    index's load leaves to its queries).  Raises IndexError_."""
+    header, f = read_header(path)
+    try:
+        f.seek(0)
+        data = f.read()
+    finally:
+        f.close()
+    load_bytes(data)
 
 
 def find_term(idx, term):
@@ -438,13 +490,22 @@ def find_term(idx, term):
 
 
 def postings(idx, i):
-    """``(skill numbers, weights)`` of term number ``i``, heaviest first."""
+    """``(skill numbers, weights)`` of term number ``i``, heaviest first.
+    Raises Damaged when a lazily read slice fails its checksum."""
     a = idx["post_off"][i]
     n = idx["post_off"][i + 1] - a
     read = idx["read"]
-    docs = memoryview(read(idx["post_doc_at"] + 4 * a, 4 * n)).cast("I").tolist()
-    weights = memoryview(read(idx["post_w_at"] + 4 * a, 4 * n)).cast("f").tolist()
-    return docs, weights
+    bd = read(idx["post_doc_at"] + 4 * a, 4 * n)
+    bw = read(idx["post_w_at"] + 4 * a, 4 * n)
+    crcs = idx["post_crc"]
+    if crcs is not None and _crc2(bd, bw) != crcs[i]:
+        raise Damaged(idx["path"], "postings")
+    return memoryview(bd).cast("I").tolist(), memoryview(bw).cast("f").tolist()
+
+
+def _crc2(a, b):
+    from zlib import crc32
+    return crc32(b, crc32(a))
 
 
 def df(idx, i):
@@ -455,4 +516,8 @@ def df(idx, i):
 def doc(idx, n):
     """The ``(id, name, path, description, vis)`` record of skill ``n``."""
     off = idx["doc_off"]
-    return marshal.loads(idx["read"](idx["doc_at"] + off[n], off[n + 1] - off[n]))
+    rec = idx["read"](idx["doc_at"] + off[n], off[n + 1] - off[n])
+    crcs = idx["doc_crc"]
+    if crcs is not None and _crc(rec) != crcs[n]:
+        raise Damaged(idx["path"], "skill record")
+    return marshal.loads(rec)
