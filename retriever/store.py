@@ -379,6 +379,8 @@ def load(path):
             fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK)
 
             def read(off, ln, _fd=fd, _pread=posix.pread):
+                if off < 0 or ln < 0:  # only past a checksum collision
+                    raise Damaged(path, "offsets")
                 return _pread(_fd, ln, off)
 
             idx = _index(header, read, _TABLES)
