@@ -73,12 +73,15 @@ def signature(scope, walked=None):
     return hashlib.blake2b(repr((roots, man)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
-def build(scope, index_path, profile="default", warn=None):
+def build(scope, index_path, profile="default", warn=None, memory=None):
     """Collect, index and write.  Returns ``(header, problems)``.
 
     ``warn`` receives one line per problem (file and reason); the build
     never stops on a bad skill.  Raises store.UnsafeTarget, before any
-    work, when ``index_path`` is not ours to overwrite.
+    work, when ``index_path`` is not ours to overwrite.  When ``memory`` is
+    a dict and the file cannot be written (a read-only cache), the index
+    is kept in memory instead: ``memory["idx"]`` (loaded, as store.load
+    returns it) and ``memory["error"]`` (why it was not written).
     """
     store.write_target(index_path)
     t0 = time.perf_counter()
@@ -111,7 +114,14 @@ def build(scope, index_path, profile="default", warn=None):
     if warn:
         for path, reason in problems:
             warn("%s: %s" % (path, reason))
-    header = store.write(index_path, built, docs, header)
+    try:
+        header = store.write(index_path, built, docs, header)
+    except OSError as exc:
+        if memory is None:
+            raise
+        header, chunks = store.pack(built, docs, header)
+        memory["idx"] = store.load_bytes(b"".join(chunks))
+        memory["error"] = exc.strerror or str(exc)
     return header, problems
 
 

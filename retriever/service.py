@@ -119,19 +119,29 @@ def why_rebuild(idx, req, roots, platform):
 
 
 def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, hermes_home=None):
-    """Build the index at ``path`` now, saying why on stderr unless quiet."""
+    """Build the index at ``path`` now, saying why on stderr unless quiet.
+    Returns the loaded index when it could not be written (a read-only or
+    unusable cache: answered from memory, with one warning), else None:
+    load the file."""
     enable_site()
     from retriever import build
     import time
     t0 = time.perf_counter()
     scope = build.resolve(roots or None, platform, hermes_home, warn=None, only_hermes=only_hermes)
-    header, problems = build.build(scope, path)
-    touch_stamp(path)
+    memory = {}
+    header, problems = build.build(scope, path, memory=memory)
+    if not memory:
+        touch_stamp(path)
     if not quiet:
         for folder in scope["missing"]:
             warn("warning: %s: no such folder" % folder)
-        warn("index %s %s; rebuilt it (%d skills, %d files with problems, %.2fs)"
-             % (path, reason, header["n_docs"], len(problems), time.perf_counter() - t0))
+        if memory:
+            warn("warning: cannot write index %s (%s); answering from an index built in memory "
+                 "(%d skills, %.2fs)" % (path, memory["error"], header["n_docs"], time.perf_counter() - t0))
+        else:
+            warn("index %s %s; rebuilt it (%d skills, %d files with problems, %.2fs)"
+                 % (path, reason, header["n_docs"], len(problems), time.perf_counter() - t0))
+    return memory.get("idx")
 
 
 def open_index(req):
@@ -145,15 +155,15 @@ def open_index(req):
         idx = store.load(path)
     except store.IndexError_ as exc:
         reason = "missing" if str(exc) == "missing" else "was unusable (%s)" % exc
-        rebuild(path, roots or roots_named_in(path), platform, reason, quiet, req.get("only_hermes", False),
-                req.get("hermes_home"))
-        return store.load(path), path
+        idx = rebuild(path, roots or roots_named_in(path), platform, reason, quiet, req.get("only_hermes", False),
+                      req.get("hermes_home"))
+        return idx or store.load(path), path
     why = why_rebuild(idx, req, roots, platform)
     if why is None:
         return idx, path
     reason, roots, only_hermes = why
-    rebuild(path, roots, platform, reason, quiet, only_hermes, req.get("hermes_home"))
-    return store.load(path), path
+    idx = rebuild(path, roots, platform, reason, quiet, only_hermes, req.get("hermes_home"))
+    return idx or store.load(path), path
 
 
 def ready(req):
@@ -250,13 +260,15 @@ def answer(text, req, idx=None):
         results = search(idx, text, top_k, keep=keep)
     except (IndexError, ValueError, EOFError, TypeError) as exc:
         if path is None or req.get("wait") is not None:
+            if path is not None and isinstance(exc, store.Damaged):
+                maybe_revalidate(path)  # its whole-file check rebuilds it
             raise
         # The header checked out but a section is damaged (bad records or
         # offsets): rebuild once and answer from the new file.
-        rebuild(path, list(req.get("roots") or ()) or roots_named_in(path), platform_of(req),
-                "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False), req.get("only_hermes", False),
-                req.get("hermes_home"))
-        results = search(store.load(path), text, top_k, keep=keep)
+        idx = rebuild(path, list(req.get("roots") or ()) or roots_named_in(path), platform_of(req),
+                      "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False),
+                      req.get("only_hermes", False), req.get("hermes_home"))
+        results = search(idx or store.load(path), text, top_k, keep=keep)
     return shortlist(text, results, inject_k, req.get("rerank", False), req.get("session_id")), path
 
 
@@ -272,8 +284,9 @@ def shortlist(text, results, inject_k, rerank=False, session_id=None):
 
 def maybe_revalidate(path):
     """After answering, fork a detached child that rebuilds the index if the
-    skills changed, at most once per SKILL_RETRIEVAL_REVALIDATE seconds.
-    The answer never waits for it."""
+    skills changed or it is damaged, at most once per
+    SKILL_RETRIEVAL_REVALIDATE seconds and never while another builder of
+    this index holds its lock.  The answer never waits for it."""
     interval = settings.get("SKILL_RETRIEVAL_REVALIDATE")
     if interval is None:
         return
@@ -285,13 +298,23 @@ def maybe_revalidate(path):
     if age < interval:
         return
     touch_stamp(path)
+    lock_file = path + ".building"
+    if lock(lock_file):
+        return  # a revalidator or a hook's build of this index is under way
 
     def body():
-        enable_site()
-        background_revalidate(path)
+        try:
+            enable_site()
+            background_revalidate(path)
+        finally:
+            unlink(lock_file)
         return True
 
-    detach(body)
+    pid = detach(body)
+    if pid:
+        write_pid(lock_file, pid)
+    else:
+        unlink(lock_file)
 
 
 def background_revalidate(index_path):
@@ -381,17 +404,31 @@ def detach(body):
     posix._exit(code)
 
 
+# A lock older than this is taken over even if its holder lives: a build
+# that overruns (far above a 100,000-skill build) must not block the next.
+LOCK_STALE_AFTER = 600.0
+
+
 def lock(path):
     """Take the lock file at ``path``: 0 when taken, else the pid of the
-    live process holding it (-1 while its pid is being written).  A lock
-    whose holder is gone is taken over."""
-    for _ in range(2):
+    live process holding it, or -1 when it cannot be taken (its pid is
+    being written this instant, or the folder cannot be written: nothing
+    could be built there anyway).  The folder is created first, so the
+    first two prompts of a new cache do not both build.  A lock whose
+    holder is gone, or older than LOCK_STALE_AFTER, is taken over."""
+    try:
+        _makedirs(path.rsplit("/", 1)[0])
+    except OSError:
+        return -1
+    for _ in range(3):
         try:
-            fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL, 0o600)
-            posix.close(fd)
-            return 0
+            fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW, 0o600)
         except FileExistsError:
             pid = read_pid(path)
+            held = age(path)
+            if held > LOCK_STALE_AFTER:
+                unlink(path)
+                continue
             if pid:
                 try:
                     posix.kill(pid, 0)
@@ -400,23 +437,41 @@ def lock(path):
                     pass
                 except PermissionError:
                     return pid
-            elif age(path) < 5.0:
+            elif held < 5.0:
                 return -1
             unlink(path)
-        except FileNotFoundError:
-            # The folder does not exist yet; the build will create it.
-            return 0
-    return 0
+            continue
+        except OSError:
+            return -1
+        try:
+            posix.write(fd, b"%d\n" % posix.getpid())
+        finally:
+            posix.close(fd)
+        return 0
+    return -1
+
+
+def _makedirs(folder):
+    # os.makedirs without importing os (hot path).
+    if not folder or locate.isdir(folder):
+        return
+    _makedirs(folder.rsplit("/", 1)[0])
+    try:
+        posix.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
 
 
 def read_pid(path):
     """The pid written in a lock file, or 0."""
     try:
-        fd = posix.open(path, posix.O_RDONLY)
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)
     except OSError:
         return 0
     try:
         raw = posix.read(fd, 32)
+    except OSError:
+        raw = b""
     finally:
         posix.close(fd)
     try:
@@ -428,7 +483,7 @@ def read_pid(path):
 def write_pid(path, pid):
     """Record the holder of a lock taken with ``lock``."""
     try:
-        fd = posix.open(path, posix.O_WRONLY | posix.O_TRUNC)
+        fd = posix.open(path, posix.O_WRONLY | posix.O_TRUNC | posix.O_NOFOLLOW)
     except OSError:
         return
     try:

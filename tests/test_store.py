@@ -220,16 +220,16 @@ def test_truncated_index_is_rebuilt_for_the_roots_its_header_names(cli, lib):
     assert "rebuilt" in q.stderr
 
 
-def test_an_unwritable_index_location_fails_cleanly(cli, lib, tmp_path):
-    """The index path cannot be created: one error line, no traceback."""
+def test_an_unwritable_index_location_answers_from_memory(cli, lib, tmp_path):
+    """The index path cannot be created: the query is answered from an
+    index built in memory, with one warning line and no traceback (issue 15)."""
     root, _ = lib
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    q = cli("--root", root, "--index", blocker / "sub" / "i.skr", "pdf")
-    assert "Traceback" not in q.stderr
-    assert q.returncode != 0
-    assert q.stdout == ""
-    assert len(q.stderr.strip().splitlines()) == 1
+    q = cli("--root", root, "--index", blocker / "sub" / "i.skr", "--format", "json", "extract text from my scanned pdf")
+    assert json_results(q)[0]["id"] == "docs/pdf-extract"
+    (line,) = q.stderr.strip().splitlines()
+    assert "cannot write index" in line and "in memory" in line
 
 
 def test_index_built_for_other_roots_is_rebuilt(cli, lib, tmp_path):

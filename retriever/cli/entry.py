@@ -31,66 +31,100 @@ def parse_fast(argv):
     """Parse the query form of the command line by hand.
 
     Returns an options dict, or None when the full CLI should handle argv.
-    Raises Usage for malformed values of the flags it knows.
+    Raises Usage for malformed values of the flags it knows.  A command line
+    starting with ``hook`` never raises and never goes to the full CLI
+    (whose usage errors exit 2, which blocks the prompt), except for
+    ``--help``: its problems travel in ``opts["error"]`` and the hook
+    answers empty.
     """
     opts = {"roots": [], "index": None, "k": None, "format": "text", "platform": None,
             "fresh": False, "words": [], "hook": None, "rerank": False, "runner": None}
     args = list(argv)
     if args and args[0] in _SUBCOMMANDS_COLD:
         return None
-    if args and args[0] == "query":
+    hook = bool(args) and args[0] == "hook"
+    if hook:
+        if "-h" in args or "--help" in args:
+            return None  # the full CLI prints the hook's help
         args.pop(0)
-    elif args and args[0] == "hook":
-        if len(args) < 2 or args[1].startswith("-"):
-            return None
-        opts["hook"] = args[1]
-        args = args[2:]
-    i = 0
-    words_only = False
-    while i < len(args):
-        a = args[i]
-        if words_only or not a.startswith("-") or a == "-":
-            opts["words"].append(a)
-            i += 1
-            continue
-        if a == "--":
-            words_only = True
-            i += 1
-            continue
-        name, eq, val = a.partition("=")
-        if name in ("--root", "--index", "-k", "--k", "--format", "--platform", "--runner"):
-            if not eq:
-                if i + 1 >= len(args):
-                    raise Usage("%s needs a value" % name)
-                val = args[i + 1]
-                i += 1
-            i += 1
-            if name == "--root":
-                opts["roots"].append(val)
-            elif name == "--index":
-                opts["index"] = val
-            elif name == "--platform":
-                opts["platform"] = val
-            elif name == "--runner":
-                opts["runner"] = val
-            elif name == "--format":
-                if val not in ("text", "json"):
-                    raise Usage("--format must be text or json, not %r" % val)
-                opts["format"] = val
-            else:
-                opts["k"] = _k(val)
-        elif a.startswith("-k") and a[2:].lstrip("-").isdigit():
-            opts["k"] = _k(a[2:])
-            i += 1
-        elif a == "--fresh":
-            opts["fresh"] = True
-            i += 1
-        elif a == "--rerank":
-            opts["rerank"] = True
-            i += 1
-        else:
-            return None  # --help, --version, unknown flags: the full CLI explains
+    elif args and args[0] == "query":
+        args.pop(0)
+    if not _parse_args(args, opts, hook):
+        return None  # --help, --version, unknown flags: the full CLI explains
+    if hook:
+        # The runner is the first word wherever the flags are.
+        words = opts["words"]
+        opts["hook"], opts["words"] = (words[0] if words else ""), []
+        if len(words) > 1 and "error" not in opts:
+            opts["error"] = "bad hook command line: unexpected arguments %s" % " ".join(words[1:])
     return opts
+
+
+_VALUE_FLAGS = ("--root", "--index", "-k", "--k", "--format", "--platform", "--runner")
+
+
+def _parse_args(args, opts, hook):
+    # Fills opts from args; False when the full CLI should take over.  For
+    # a hook, a bad flag is noted in opts["error"] and parsing goes on, so
+    # the runner named after it still gets its own empty answer.
+    i = 0
+    words_only = [False]
+    while i < len(args):
+        try:
+            nxt = _parse_one(args, i, opts, hook, words_only)
+        except Usage as exc:
+            if not hook:
+                raise
+            opts.setdefault("error", "bad hook command line: %s" % exc)
+            nxt = i + (2 if args[i] in _VALUE_FLAGS else 1)  # skip a bad flag's value too
+        if nxt is None:
+            return False
+        i = nxt
+    return True
+
+
+def _parse_one(args, i, opts, hook, words_only):
+    # Consumes the argument at i (and its value); returns the next index,
+    # or None for a flag only the full CLI knows.
+    a = args[i]
+    if words_only[0] or not a.startswith("-") or a == "-":
+        opts["words"].append(a)
+        return i + 1
+    if a == "--":
+        words_only[0] = True
+        return i + 1
+    name, eq, val = a.partition("=")
+    if name in _VALUE_FLAGS:
+        if not eq:
+            if i + 1 >= len(args):
+                raise Usage("%s needs a value" % name)
+            val = args[i + 1]
+            i += 1
+        if name == "--root":
+            opts["roots"].append(val)
+        elif name == "--index":
+            opts["index"] = val
+        elif name == "--platform":
+            opts["platform"] = val
+        elif name == "--runner":
+            opts["runner"] = val
+        elif name == "--format":
+            if val not in ("text", "json"):
+                raise Usage("--format must be text or json, not %r" % val)
+            opts["format"] = val
+        else:
+            opts["k"] = _k(val)
+    elif a.startswith("-k") and a[2:].lstrip("-").isdigit():
+        opts["k"] = _k(a[2:])
+    elif a == "--fresh":
+        opts["fresh"] = True
+    elif a == "--rerank":
+        opts["rerank"] = True
+    elif hook:
+        raise Usage("unknown option %s" % a)
+    else:
+        return None
+    return i + 1
 
 
 def _k(raw):
@@ -107,20 +141,21 @@ def main(argv=None):
     try:
         opts = parse_fast(argv)
     except Usage as exc:
-        if argv[:1] == ["hook"]:
-            # A hook must never block the prompt (exit 2 does, in Claude
-            # Code and Codex): a bad registered command answers empty.
-            from retriever.runners import hook as hookio
-            return hookio.run(argv[1] if len(argv) > 1 else "", {"error": "bad hook command line: %s" % exc})
         warn("error: %s (see skill-retrieve --help)" % exc)
         return 2
     if opts is None:
         service.enable_site()
         from retriever.cli import commands
         return commands.main(argv)
-    if opts["hook"]:
-        from retriever.runners import hook as hookio
-        return hookio.run(opts["hook"], opts)
+    if opts["hook"] is not None:
+        # A hook must never block the prompt (exit 2 does, in Claude Code
+        # and Codex): whatever happens, exit 0 with the runner's output.
+        try:
+            from retriever.runners import hook as hookio
+            return hookio.run(opts["hook"], opts)
+        except BaseException as exc:
+            locate.log("hook %s: %s: %s" % (opts["hook"], type(exc).__name__, exc))
+            return 0
     if opts["runner"] and not opts["roots"]:
         from retriever.runners import skillsets
         try:
