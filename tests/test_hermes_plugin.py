@@ -804,12 +804,15 @@ def test_no_skills_warning(tmp_path, monkeypatch, caplog):
 
 
 def test_index_error_warns_and_injects_nothing(hermes_home, tmp_path, caplog):
-    blocker = tmp_path / "not-a-folder"
+    # An index path naming a file that is not an index is never overwritten
+    # (an unwritable location, by contrast, is answered from memory).
+    blocker = tmp_path / "notes.txt"
     blocker.write_text("x")
-    state = runtime.new_state(roots=[str(hermes_home / "skills")], index_path=str(blocker / "i.skr"),
+    state = runtime.new_state(roots=[str(hermes_home / "skills")], index_path=str(blocker),
                               interval=None)
     hook = runtime.make_pre_llm_call(state)
     assert hook(**turn_kwargs("rotate kubernetes certificates")) is None
+    assert blocker.read_text() == "x"
     assert "index error" in caplog.text
     assert (Path(os.environ["XDG_CACHE_HOME"]) / "skill-retrieval" / "skill-retrieval.log").read_text() \
         .count("index error") == 1

@@ -167,3 +167,20 @@ def test_a_read_only_cache_answers_a_stale_index_from_memory(cli, cli_env, root)
         os.chmod(cache, 0o755)
     assert json_results(q)[0]["id"] == "new/ocr"
     assert len(q.stderr.splitlines()) == 1 and "in memory" in q.stderr
+
+
+def test_the_hermes_plugin_answers_from_memory_when_the_index_cannot_be_written(tmp_path, monkeypatch):
+    from test_hermes_plugin import turn_kwargs
+    from hermes_plugin import runtime
+    home = tmp_path / "hermes"
+    make_skill(home / "skills", "devops/k8s-certs", {"name": "k8s-certs",
+               "description": "Rotate kubernetes TLS certificates"})
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SKILL_RETRIEVAL_REVALIDATE", "off")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    state = runtime.new_state(roots=[str(home / "skills")], index_path=str(blocker / "i.skr"), interval=None)
+    out = runtime.make_pre_llm_call(state)(**turn_kwargs("rotate kubernetes certificates"))
+    assert "**k8s-certs**" in out["context"]
+    assert blocker.read_text() == "x"
