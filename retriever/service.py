@@ -83,14 +83,17 @@ def covers(header, roots):
     return bool(header["explicit"]) and want == set(locate.root_key(r) for r in header["roots"])
 
 
-def roots_named_in(path):
+def roots_named_in(path, header=None):
     """The explicit roots an index file names, even a damaged one whose
-    header still reads; [] otherwise."""
-    try:
-        header, f = store.read_header(path)
-        f.close()
-    except store.IndexError_:
-        return []
+    header still reads; [] otherwise.  ``header``: one already read (a
+    loaded index's, or the one a failed load attached to its error), so
+    the header is not read twice."""
+    if header is None:
+        try:
+            header, f = store.read_header(path)
+            f.close()
+        except store.IndexError_:
+            return []
     # Whole root dicts: a runner's naming rules (runners/skillsets.py) are
     # part of its roots.
     return list(header.get("roots", ())) if header.get("explicit") else []
@@ -105,7 +108,7 @@ def why_rebuild(idx, req, roots, platform):
         # platform_disabled differs per platform: an index shared across
         # platforms must not answer with another platform's skill set.
         return ("was built for platform %r" % (hdr.get("platform") or ""),
-                roots or roots_named_in(req["_path"]), only_hermes or hdr.get("only_hermes", False))
+                roots or roots_named_in(req["_path"], hdr), only_hermes or hdr.get("only_hermes", False))
     if not covers(hdr, roots):
         return "was built for other roots", roots, only_hermes
     if req.get("fresh"):
@@ -155,8 +158,8 @@ def open_index(req):
         idx = store.load(path)
     except store.IndexError_ as exc:
         reason = "missing" if str(exc) == "missing" else "was unusable (%s)" % exc
-        idx = rebuild(path, roots or roots_named_in(path), platform, reason, quiet, req.get("only_hermes", False),
-                      req.get("hermes_home"))
+        named = roots or roots_named_in(path, getattr(exc, "header", None))
+        idx = rebuild(path, named, platform, reason, quiet, req.get("only_hermes", False), req.get("hermes_home"))
         return idx or store.load(path), path
     why = why_rebuild(idx, req, roots, platform)
     if why is None:
@@ -265,7 +268,7 @@ def answer(text, req, idx=None):
             raise
         # The header checked out but a section is damaged (bad records or
         # offsets): rebuild once and answer from the new file.
-        idx = rebuild(path, list(req.get("roots") or ()) or roots_named_in(path), platform_of(req),
+        idx = rebuild(path, list(req.get("roots") or ()) or roots_named_in(path, idx["header"]), platform_of(req),
                       "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False),
                       req.get("only_hermes", False), req.get("hermes_home"))
         results = search(idx or store.load(path), text, top_k, keep=keep)

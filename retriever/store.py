@@ -45,7 +45,11 @@ _SECTIONS = _TABLES + ("post_doc", "post_w", "doc_blob")
 
 
 class IndexError_(Exception):
-    """The index file is missing, corrupt, truncated or of another version."""
+    """The index file is missing, corrupt, truncated or of another version.
+    ``header``: the file's (checked) header when only what follows it is
+    damaged, else None."""
+
+    header = None
 
 
 class Damaged(ValueError):
@@ -369,6 +373,14 @@ def load(path):
     other version).
     """
     header, f = read_header(path)
+    try:
+        return _load(path, header, f)
+    except IndexError_ as exc:
+        exc.header = header  # checked already: the caller need not read it again
+        raise
+
+
+def _load(path, header, f):
     try:
         size = f.seek(0, 2)
         _check_size(header, size)

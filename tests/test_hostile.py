@@ -14,6 +14,7 @@ import zlib
 import pytest
 
 from retriever import store
+from retriever.runners.registry import NAMES as RUNNER_NAMES
 from skillret_helpers import assert_clean, index_ids, json_results, make_skill, warning_lines
 
 ZEBRA = {"name": "zebra", "description": "Groom a zebracorn before the parade"}
@@ -247,10 +248,11 @@ def test_json_fields_are_one_printable_line(cli, forged):
     assert r["path"].endswith(FORGED_DIR)  # the real path, JSON-escaped
 
 
-@pytest.mark.parametrize("runner", ["claude-code", "codex", "gemini", "cline", "hermes"])
+@pytest.mark.parametrize("runner", RUNNER_NAMES)
 def test_no_runner_envelope_carries_forged_lines(cli, forged, runner):
     from test_hooks import payload
-    proc = cli("hook", runner, "--root", forged, input=json.dumps(payload(runner, "zebracorn")))
+    p = payload(runner, "zebracorn") if runner != "opencode" else {"prompt": "zebracorn", "cwd": "/tmp"}
+    proc = cli("hook", runner, "--root", forged, input=json.dumps(p))
     assert_clean(proc)
     doc = json.loads(proc.stdout)
     text = (doc.get("hookSpecificOutput", {}).get("additionalContext") or doc.get("contextModification")
@@ -299,6 +301,21 @@ def test_a_header_that_loses_a_key_with_a_valid_checksum_is_rebuilt(cli, root, t
         store.load(str(index))
     q = cli("--root", root, "--index", index, "--format", "json", "zebracorn")
     assert json_results(q)[0]["id"] == "animals/zebra"
+
+
+def test_a_load_that_fails_after_the_header_hands_the_header_over(cli, root, tmp_path):
+    """The rebuild learns the roots from the error: the header is read once."""
+    index = tmp_path / "t.skr"
+    assert_clean(cli("build", "--root", root, "--index", index))
+    data = index.read_bytes()
+    index.write_bytes(data[: len(data) - 8])
+    with pytest.raises(store.IndexError_) as err:
+        store.load(str(index))
+    assert [r["path"] for r in err.value.header["roots"]] == [str(root)]
+    index.write_bytes(b"SKRIDX\x00\x01garbage")
+    with pytest.raises(store.IndexError_) as err:
+        store.load(str(index))
+    assert err.value.header is None
 
 
 def test_a_huge_header_length_is_refused_at_once(tmp_path):
