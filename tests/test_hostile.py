@@ -79,10 +79,23 @@ def test_a_fifo_as_index_does_not_block_and_is_refused(cli, root, tmp_path):
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+def _scratch_device(tmp_path):
+    # A null device node of our own: if the guard ever regresses, the test
+    # replaces this scratch node, never the machine's /dev/null (which an
+    # early version of this test did, as root, on the unfixed code).
+    dev = tmp_path / "null-device"
+    try:
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, AttributeError, OSError):
+        pytest.skip("cannot make a device node here (needs root)")
+    return dev
+
+
 def test_a_device_or_folder_as_index_is_refused(cli, root, tmp_path):
-    err = one_error_line(cli("--root", root, "--index", "/dev/null", "pdf"))
+    dev = _scratch_device(tmp_path)
+    err = one_error_line(cli("--root", root, "--index", dev, "pdf"))
     assert "character device" in err
-    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
     err = one_error_line(cli("--root", root, "--index", tmp_path, "pdf"))
     assert "folder" in err
 
