@@ -5,6 +5,10 @@
 PYTHON_BASE ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys; print(sys.executable)' || python3 -c 'import sys; print(sys.executable)')
 VENV        := .venv
 PY          := $(VENV)/bin/python
+# The venv is rebuilt when PYTHON_BASE names another version, so
+# `make test-fast PYTHON_BASE=python3.9` really runs on 3.9.
+PYVER       := $(shell $(PYTHON_BASE) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+INSTALLED   := $(VENV)/.installed-$(PYVER)
 CACHE       := .cache
 HERMES_VENV := $(CACHE)/hermes-venv
 # Every pinned runner version, in this one place: tests/e2e/runners.py reads
@@ -43,16 +47,16 @@ help:
 	@echo "make bench   cold-start benchmark against the interpreter floor"
 	@echo "make eval    retrieval quality on ../shared/eval/external"
 
-$(VENV)/.installed: pyproject.toml requirements.txt
-	$(PYTHON_BASE) -m venv $(VENV)
+$(INSTALLED): pyproject.toml requirements.txt
+	$(PYTHON_BASE) -m venv --clear $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-install: $(VENV)/.installed
+install: $(INSTALLED)
 
-demo: $(VENV)/.installed
+demo: $(INSTALLED)
 	@mkdir -p $(CACHE)
 	$(PY) bin/skill-retrieve build --root examples/skills --index $(DEMO_INDEX)
 	@echo
@@ -89,17 +93,17 @@ e2e-env: $(HERMES_VENV)/.installed
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(NPM_STAMPS); \
 	 else echo "npm not found: the Claude Code, Codex, Gemini CLI and Cline end-to-end tests will be skipped"; fi
 
-test: $(VENV)/.installed e2e-env
+test: $(INSTALLED) e2e-env
 	$(PY) -m pytest -q
 	@if [ "$(HERMES_NEWEST)" != "$(HERMES_VERSION)" ]; then $(MAKE) --no-print-directory e2e-hermes-newest; fi
 
-test-fast: $(VENV)/.installed
+test-fast: $(INSTALLED)
 	$(PY) -m pytest -q -m "not e2e"
 
-bench: $(VENV)/.installed
+bench: $(INSTALLED)
 	$(PY) bench/bench.py
 
-eval: $(VENV)/.installed
+eval: $(INSTALLED)
 	$(PY) eval/run_eval.py
 
 clean:

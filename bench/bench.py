@@ -37,6 +37,8 @@ import measure  # noqa: E402
 
 BIN = os.path.join(REPO, "bin", "skill-retrieve")
 PY = sys.executable
+MAIN = os.path.join(REPO, "retriever", "__main__.py")
+CONSOLE = os.path.join(os.path.dirname(PY), "skill-retrieve")  # pip's console script in this venv
 MIB = 1024.0  # ru_maxrss is in KiB
 
 QUERIES = [
@@ -183,10 +185,12 @@ def hook_payload(q):
                        "hook_event_name": "UserPromptSubmit", "prompt": q}).encode("utf-8")
 
 
-def hook_argv(index_path, roots):
-    """The Claude Code hook command.  The roots are named so the hook does
-    not look for ~/.claude/skills (absent here) and the index matches."""
-    argv = [BIN, "hook", "claude-code", "--index", index_path]
+def hook_argv(index_path, roots, prog=None):
+    """The Claude Code hook command (``prog``: how it is started, default
+    bin/skill-retrieve through its sh preamble).  The roots are named so
+    the hook does not look for ~/.claude/skills (absent here) and the index
+    matches."""
+    argv = list(prog or [BIN]) + ["hook", "claude-code", "--index", index_path]
     for r in roots:
         argv += ["--root", r]
     return argv
@@ -205,6 +209,16 @@ def variants_for(size, roots, index_path, pkl, oj, env):
     vs += [
         {"name": "hook", "label": "shipped: hook claude-code (stdin JSON)",
          "make": lambda q: (hook_argv(index_path, roots), hook_payload(q), env)},
+        # The command each install route registers (install.hook_command):
+        # a checkout runs bin/skill-retrieve, pip/pipx/uv the package's
+        # __main__.py (the same file a site-packages install holds).  The
+        # console script pip writes is what they would run without it.
+        {"name": "hook-checkout", "label": "hook as a checkout installs it (-I -S bin)",
+         "make": lambda q: (hook_argv(index_path, roots, [PY, "-I", "-S", BIN]), hook_payload(q), env)},
+        {"name": "hook-pip", "label": "hook as pip/pipx/uv install it (__main__)",
+         "make": lambda q: (hook_argv(index_path, roots, [PY, "-I", "-S", MAIN]), hook_payload(q), env)},
+        {"name": "hook-console", "label": "console script hook (site on; not used)",
+         "make": lambda q: (hook_argv(index_path, roots, [CONSOLE]), hook_payload(q), env)},
         {"name": "pickle", "label": "pickle dict (-I -S)",
          "make": lambda q: ([PY, "-I", "-S", dq, "pickle", pkl, q], None, env)},
         {"name": "orjson", "label": "orjson dict (-I, site on)",

@@ -73,15 +73,16 @@ def signature(scope, walked=None):
     return hashlib.blake2b(repr((roots, man)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
-def build(scope, index_path, profile="default", warn=None, memory=None):
+def build(scope, index_path, profile="default", warn=None, memory=None, verbose=False):
     """Collect, index and write.  Returns ``(header, problems)``.
 
-    ``warn`` receives one line per problem (file and reason); the build
-    never stops on a bad skill.  Raises store.UnsafeTarget, before any
-    work, when ``index_path`` is not ours to overwrite.  When ``memory`` is
-    a dict and the file cannot be written (a read-only cache), the index
-    is kept in memory instead: ``memory["idx"]`` (loaded, as store.load
-    returns it) and ``memory["error"]`` (why it was not written).
+    ``warn`` receives the problems (files and reasons), summarised by kind
+    unless ``verbose``; the build never stops on a bad skill.  Raises
+    store.UnsafeTarget, before any work, when ``index_path`` is not ours to
+    overwrite.  When ``memory`` is a dict and the file cannot be written (a
+    read-only cache), the index is kept in memory instead: ``memory["idx"]``
+    (loaded, as store.load returns it) and ``memory["error"]`` (why it was
+    not written).
     """
     store.write_target(index_path)
     t0 = time.perf_counter()
@@ -112,8 +113,8 @@ def build(scope, index_path, profile="default", warn=None, memory=None):
         "problems": len(problems),
     }
     if warn:
-        for path, reason in problems:
-            warn("%s: %s" % (path, reason))
+        for line in summarise(problems, verbose):
+            warn(line)
     try:
         header = store.write(index_path, built, docs, header)
     except OSError as exc:
@@ -123,6 +124,32 @@ def build(scope, index_path, profile="default", warn=None, memory=None):
         memory["idx"] = store.load_bytes(b"".join(chunks))
         memory["error"] = exc.strerror or str(exc)
     return header, problems
+
+
+def problem_kind(reason):
+    """The kind of a problem, for grouping: its reason without the
+    details ("invalid YAML (...); read key: value lines" -> "invalid YAML",
+    "duplicate name 'x'; shadowed by ..." -> "duplicate name")."""
+    for cut in (";", " (", " '", ' "'):
+        reason = reason.split(cut)[0]
+    return reason.strip()
+
+
+def summarise(problems, verbose=False, first=3):
+    """Warning lines for ``problems``: every one when ``verbose``, else per
+    kind the first few by name and one line counting the rest (a library
+    with 500 same-name copies gets 4 lines, not 500)."""
+    if verbose:
+        return ["%s: %s" % p for p in problems]
+    kinds = {}
+    for p in problems:
+        kinds.setdefault(problem_kind(p[1]), []).append(p)
+    lines = []
+    for kind, items in kinds.items():
+        lines += ["%s: %s" % p for p in items[:first]]
+        if len(items) > first:
+            lines.append("... and %d more: %s (build --verbose lists every file)" % (len(items) - first, kind))
+    return lines
 
 
 def scope_of(header, warn=None):

@@ -8,7 +8,7 @@ walks the tree.
 
 import os
 
-from retriever import locate
+from retriever import locate, userroots
 
 # What Hermes' iter_skill_index_files skips, plus its curator backups.
 EXCLUDED_DIRS = frozenset((
@@ -33,6 +33,7 @@ def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False, plugi
     4. Claude Code personal skills, ``~/.claude/skills``
     5. Claude Code project skills, ``$CLAUDE_PROJECT_DIR/.claude/skills``
     6. ``~/.agents/skills`` and the current project's ``.agents/skills``
+    7. the folders the user named (``retriever.userroots``)
 
     Only roots that exist are returned.  When two roots hold a skill of the
     same name, the earlier root wins and the later one is reported as shadowed.
@@ -44,6 +45,7 @@ def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False, plugi
     env = os.environ if env is None else env
     home = os.path.expanduser("~")
     hh = locate.hermes_home(env)
+    mine = [_root(d, "remembered") for d in userroots.remembered()]
     roots = [_root(os.path.join(hh, "skills"), "hermes")]
     roots += [_root(path, "hermes-plugin", name + ":") for path, name, enabled in plugin_dirs
               if enabled or not only_hermes]
@@ -55,7 +57,7 @@ def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False, plugi
             roots.append(_root(os.path.join(proj, ".claude", "skills"), "claude-code-project"))
         roots.append(_root(os.path.join(home, ".agents", "skills"), "agents"))
         roots.append(_root(os.path.join(cwd or os.getcwd(), ".agents", "skills"), "agents-project"))
-    return dedupe_roots([r for r in roots if os.path.isdir(r["path"])])
+    return dedupe_roots([r for r in roots + mine if os.path.isdir(r["path"])])
 
 
 def dedupe_roots(roots):

@@ -43,6 +43,24 @@ def isdir(p):
         return False
 
 
+def read_bytes(path):
+    """The whole of a small file, or None when it cannot be opened."""
+    try:
+        fd = posix.open(path, posix.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while True:
+            b = posix.read(fd, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        posix.close(fd)
+    return b"".join(chunks)
+
+
 def cache_dir():
     """``$XDG_CACHE_HOME/skill-retrieval``, else ``~/.cache/skill-retrieval``."""
     base = env("XDG_CACHE_HOME") or home() + "/.cache"
@@ -71,11 +89,11 @@ def root_key(root):
     return key
 
 
-def spec_key(roots, platform, only_hermes=False, hermes_dir=None):
-    """A short stable key for a root list (or the default roots), and for
-    the Hermes config the build applies (``hermes_dir``, else
-    ``$HERMES_HOME``): the same roots with and without it are two indexes;
-    one skill set, one key."""
+def spec_key(roots, platform, only_hermes=False, hermes_dir=None, remembered=()):
+    """A short stable key for a root list (or the default roots, with the
+    folders the user named, ``remembered``), and for the Hermes config the
+    build applies (``hermes_dir``, else ``$HERMES_HOME``): the same roots
+    with and without it are two indexes; one skill set, one key."""
     if roots:
         parts = ["roots"] + [root_key(r) for r in roots]
         if hermes_dir or env("HERMES_HOME"):
@@ -93,13 +111,15 @@ def spec_key(roots, platform, only_hermes=False, hermes_dir=None):
         cwd = posix.getcwd()
         if isdir(cwd + "/.agents/skills"):
             parts.append("agents-project=" + cwd)
+    if not roots:
+        parts += ["remembered=" + r for r in remembered]
     parts.append("platform=" + (platform or ""))
     return _fnv64("\0".join(parts))
 
 
-def default_index_path(roots, platform, only_hermes=False, hermes_dir=None):
+def default_index_path(roots, platform, only_hermes=False, hermes_dir=None, remembered=()):
     """The cache path of the index for these roots."""
-    return "%s/index-%s.skr" % (cache_dir(), spec_key(roots, platform, only_hermes, hermes_dir))
+    return "%s/index-%s.skr" % (cache_dir(), spec_key(roots, platform, only_hermes, hermes_dir, remembered))
 
 
 def _fnv64(s):

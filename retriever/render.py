@@ -27,6 +27,9 @@ def one_line(text):
     if not text.isprintable():
         text = "".join(c if c.isprintable() else " " for c in text)
     return " ".join(text.split())
+# The JSON echo of the query: enough to tell which query a line answers; a
+# 5 MB paste echoed whole made 18.8 MB of output.
+QUERY_ECHO_MAX = 200
 
 
 def short(desc, limit=DESC_MAX):
@@ -47,12 +50,15 @@ def text_block(results):
 
 
 def json_doc(query, results):
-    """``{"query", "results": [{"id", "name", "path", "score", "description"}]}``;
-    id, name and description are one line each, descriptions cut to
-    JSON_DESC_MAX characters."""
+    """``{"query", "query_chars", "results": [{"id", "name", "path", "score",
+    "description"}]}``: ``query`` is the first QUERY_ECHO_MAX characters
+    (``...`` marks a cut), ``query_chars`` the full length; id, name and
+    description are one line each, descriptions cut to JSON_DESC_MAX
+    characters."""
     from retriever import jsonlite
     return jsonlite.dumps({
-        "query": query,
+        "query": query if len(query) <= QUERY_ECHO_MAX else query[:QUERY_ECHO_MAX - 3] + "...",
+        "query_chars": len(query),
         "results": [{"id": one_line(r["id"]), "name": one_line(r["name"]), "path": r["path"],
                      "score": r["score"], "description": short(r["description"], JSON_DESC_MAX)}
                     for r in results],

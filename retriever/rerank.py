@@ -494,7 +494,7 @@ def _classify(exc, timeout):
 # ------------------------------------------------------------- the driver
 
 def maybe_rerank(query, results, session_id=None, inject_k=None, force=False, env=None,
-                 timeout=TIMEOUT):
+                 timeout=TIMEOUT, warn=None):
     """Rerank ``results`` (BM25 order, result dicts with ``id`` and
     ``description``) for ``query`` when rerank is on; else return them as
     they are, with no network call and no log.
@@ -504,10 +504,11 @@ def maybe_rerank(query, results, session_id=None, inject_k=None, force=False, en
     ``inject_k`` (passed here only to record ``injected_order``).  ``force``
     turns rerank on regardless of the environment (the ``--rerank`` flag);
     ``env`` replaces the process environment (a mapping); ``timeout`` may
-    only shorten the 3.0 s budget.  Never raises.
+    only shorten the 3.0 s budget.  ``warn`` (one line) is told of a bad
+    SKILL_RETRIEVAL_RERANK value besides the log.  Never raises.
     """
     try:
-        if not force and not enabled(env):
+        if not force and not enabled(env, warn):
             return results
         results = list(results)
         if len(results) < 2:

@@ -51,8 +51,12 @@ def index_path(req):
     per-user cache path for its roots, platform and scope."""
     if req.get("index"):
         return locate.abspath(req["index"])
-    return locate.default_index_path(list(req.get("roots") or ()), platform_of(req),
-                                     req.get("only_hermes", False), req.get("hermes_home"))
+    roots = list(req.get("roots") or ())
+    # Naming a folder once must reach the next query at once, not after
+    # the next freshness check: the default index is keyed by them too.
+    from retriever import userroots
+    return locate.default_index_path(roots, platform_of(req), req.get("only_hermes", False),
+                                     req.get("hermes_home"), () if roots else userroots.remembered())
 
 
 def platform_of(req):
@@ -122,28 +126,46 @@ def why_rebuild(idx, req, roots, platform):
 
 
 def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, hermes_home=None):
-    """Build the index at ``path`` now, saying why on stderr unless quiet.
-    Returns the loaded index when it could not be written (a read-only or
-    unusable cache: answered from memory, with one warning), else None:
-    load the file."""
+    """Build the index at ``path`` now, saying why on stderr (its first
+    half before the build, which can take seconds) unless quiet.  Returns
+    the loaded index when it could not be written (a read-only or unusable
+    cache: answered from memory, with one warning), else None: load the
+    file."""
     enable_site()
     from retriever import build
     import time
     t0 = time.perf_counter()
     scope = build.resolve(roots or None, platform, hermes_home, warn=None, only_hermes=only_hermes)
     memory = {}
-    header, problems = build.build(scope, path, memory=memory)
-    if not memory:
-        touch_stamp(path)
     if not quiet:
         for folder in scope["missing"]:
             warn("warning: %s: no such folder" % folder)
+        # One line whose first half comes before the build, which can take
+        # seconds: a first query over a large library is not silent.
+        sys.stderr.write("skill-retrieve: index %s %s; building it first ..." % (path, reason))
+        sys.stderr.flush()
+    try:
+        header, problems = build.build(scope, path, memory=memory)
+    except BaseException:
+        if not quiet:
+            sys.stderr.write(" failed\n")
+        raise
+    if not memory:
+        touch_stamp(path)
+    if not quiet:
         if memory:
-            warn("warning: cannot write index %s (%s); answering from an index built in memory "
-                 "(%d skills, %.2fs)" % (path, memory["error"], header["n_docs"], time.perf_counter() - t0))
+            sys.stderr.write(" cannot write index (%s); answering from an index built in memory "
+                             "(%d skills, %.2fs)\n" % (memory["error"], header["n_docs"], time.perf_counter() - t0))
         else:
-            warn("index %s %s; rebuilt it (%d skills, %d files with problems, %.2fs)"
-                 % (path, reason, header["n_docs"], len(problems), time.perf_counter() - t0))
+            sys.stderr.write(" rebuilt it (%d skills, %d files with problems, %.2fs)\n"
+                             % (header["n_docs"], len(problems), time.perf_counter() - t0))
+    if not scope["explicit"] and not header["n_docs"]:
+        # Said once per index: the next query finds this (empty) index and
+        # answers nothing without building again.
+        msg = ("no skills in the default folders (%s); name yours once with `skill-retrieve roots add DIR` "
+               "or SKILL_RETRIEVAL_ROOTS" % (", ".join(r["path"] for r in scope["roots"])
+                                              or "none of them exists"))
+        locate.log(msg) if quiet else warn(msg)
     return memory.get("idx")
 
 
@@ -272,16 +294,19 @@ def answer(text, req, idx=None):
                       "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False),
                       req.get("only_hermes", False), req.get("hermes_home"))
         results = search(idx or store.load(path), text, top_k, keep=keep)
-    return shortlist(text, results, inject_k, req.get("rerank", False), req.get("session_id")), path
+    return shortlist(text, results, inject_k, req.get("rerank", False), req.get("session_id"),
+                     None if req.get("quiet") else warn), path
 
 
-def shortlist(text, results, inject_k, rerank=False, session_id=None):
+def shortlist(text, results, inject_k, rerank=False, session_id=None, warn=None):
     """Cut the ranked ``results`` to what is injected, after the optional
     LLM rerank (``rerank`` or SKILL_RETRIEVAL_RERANK).  The rerank module,
-    and the HTTP client with it, is imported only when asked for."""
+    and the HTTP client with it, is imported only when asked for.  ``warn``
+    also gets a bad SKILL_RETRIEVAL_RERANK value (the log always does)."""
     if rerank or locate.env("SKILL_RETRIEVAL_RERANK").strip():
         from retriever import rerank as rr
-        results = rr.maybe_rerank(text, results, session_id=session_id, inject_k=inject_k, force=bool(rerank))
+        results = rr.maybe_rerank(text, results, session_id=session_id, inject_k=inject_k, force=bool(rerank),
+                                  warn=warn)
     return results[:inject_k]
 
 

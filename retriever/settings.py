@@ -44,6 +44,9 @@ TABLE = {
     "SKILL_RETRIEVAL_COMPACT": (
         "flag", True, None, None, "on",
         "Hermes plugin: cut <available_skills> to names; 0/off keeps the descriptions"),
+    "SKILL_RETRIEVAL_ROOTS": (
+        "text", "", None, None, "none",
+        "your skill folders, separated by ':', used beside the default ones (also: skill-retrieve roots add DIR)"),
     "SKILL_RETRIEVAL_PYTHON": (
         "text", "", None, None, ".venv/bin/python3",
         "interpreter bin/skill-retrieve and installed hooks run (never a version-manager shim)"),

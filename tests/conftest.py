@@ -28,6 +28,7 @@ sys.modules.setdefault("skillret_helpers", sys.modules[__name__])
 # Variables that would let the developer's own set-up leak into a test.
 _SCRUB_PREFIXES = ("SKILL_RETRIEVAL_", "HERMES_")
 _SCRUB = ("CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_PROJECT_DIR", "XDG_CACHE_HOME",
+          "XDG_CONFIG_HOME", "XDG_STATE_HOME",
           "PYTHONPATH", "PYTHONHOME", "TYPESAFE_API_KEY", "TYPESAFE_KEY", "OPENROUTER_API_KEY")
 
 
@@ -59,6 +60,27 @@ def make_skill(root, relpath, frontmatter=None, body="", raw=None):
     return folder
 
 
+def state_home(tmp_path):
+    """The XDG_STATE_HOME of a test: installers' backups land below it."""
+    return tmp_path / "xdg-state"
+
+
+@pytest.fixture(autouse=True)
+def _own_state_home(tmp_path, monkeypatch):
+    # In-process installers (Hermes' tests) back up into the test's folder,
+    # never into the developer's ~/.local/state.
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path)))
+
+
+def backups_of(path):
+    """Backups of ``path`` made by the installers in this test (full paths)."""
+    from retriever import fileutil
+    folder = os.path.join(fileutil.state_dir(), "backups")
+    stem = fileutil.backup_name(str(path)) + ".bak-"
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.startswith(stem)) \
+        if os.path.isdir(folder) else []
+
+
 def base_env(tmp_path):
     """A clean environment for the executable, rooted in ``tmp_path``."""
     env = {k: v for k, v in os.environ.items()
@@ -68,7 +90,7 @@ def base_env(tmp_path):
     home.mkdir(exist_ok=True)
     cache.mkdir(exist_ok=True)
     env.update(HOME=str(home), XDG_CACHE_HOME=str(cache), SKILL_RETRIEVAL_REVALIDATE="off",
-               LC_ALL="C.UTF-8")
+               LC_ALL="C.UTF-8", XDG_STATE_HOME=str(state_home(tmp_path)))
     return env
 
 

@@ -102,7 +102,7 @@ def test_json_shape(lib):
     assert_clean(proc)
     assert proc.stdout.endswith("\n") and proc.stdout.count("\n") == 1
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"query", "results"}
+    assert set(doc) == {"query", "query_chars", "results"}
     assert doc["query"] == "polish widget"
     assert len(doc["results"]) == 6
     for r in doc["results"]:
@@ -124,7 +124,7 @@ def test_json_keeps_the_full_description(lib):
 def test_json_with_no_results_is_an_empty_list(lib):
     proc = lib("--format", "json", "qwertyuiop asdfghjkl")
     assert_clean(proc)
-    assert json.loads(proc.stdout) == {"query": "qwertyuiop asdfghjkl", "results": []}
+    assert json.loads(proc.stdout) == {"query": "qwertyuiop asdfghjkl", "query_chars": 20, "results": []}
 
 
 # -- text block --------------------------------------------------------------
@@ -316,8 +316,8 @@ def test_a_missing_root_is_not_a_crash(cli, tmp_path):
     proc = cli("--root", tmp_path / "does-not-exist", "--format", "json", "anything")
     assert json_results(proc) == []
     proc = cli("build", "--root", tmp_path / "does-not-exist", "--index", tmp_path / "i.skr")
-    assert_clean(proc)
-    assert " 0 skills" in proc.stdout
+    assert_clean(proc, 1)
+    assert "none of the --root folders exists" in proc.stderr
 
 
 def test_closed_stdout_is_not_an_error(lib):
@@ -337,10 +337,11 @@ def test_a_root_that_is_not_a_folder_is_named_not_silently_empty(cli, tmp_path):
     missing = tmp_path / "no-such-skills"
     index = tmp_path / "idx.skr"
     proc = cli("build", "--root", missing, "--index", index)
-    assert proc.returncode == 0
+    # A typo is not an empty library: exit 1, name it, write nothing.
+    assert proc.returncode == 1
     assert "%s: no such folder" % missing in proc.stderr
-    assert "built %s: 0 skills" % index in proc.stdout
-    assert index.is_file() and not missing.exists()
+    assert proc.stdout == ""
+    assert not index.exists() and not missing.exists()
     q = cli("--root", missing, "--index", tmp_path / "other.skr", "pdf")
     assert q.returncode == 0 and q.stdout == ""
     assert "%s: no such folder" % missing in q.stderr

@@ -55,7 +55,7 @@ def find_skill_files(roots):
 def build(tmp, roots, name):
     env = base_env(tmp)
     index = tmp / (name + ".skr")
-    args = ["build"]
+    args = ["build", "--verbose"]  # every problem file named, for the accounting
     for r in roots:
         args += ["--root", r]
     proc = run_cli(args + ["--index", index], env, timeout=600)

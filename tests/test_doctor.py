@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from conftest import assert_clean, make_skill
+from conftest import BIN, assert_clean, make_skill
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ def test_hook_through_a_shim(run, home, tmp_path):
     # It still works (exit 0), but the shim is named with the fix.
     assert_clean(proc, 0)
     assert "shim" in proc.stdout and str(shim) in proc.stdout
-    assert "fix: skill-retrieve install claude-code" in proc.stdout
+    assert "fix: %s install claude-code" % BIN in proc.stdout
     rep = json.loads(run("doctor", "--runner", "claude-code", "--format", "json").stdout)
     hook = rep["runners"][0]["hook"]
     assert hook["interpreter"] == str(shim) and hook["shim"] is True
@@ -142,4 +142,4 @@ def test_runner_not_installed(run, home):
     add_skills(home)
     proc = run("doctor", "--runner", "codex")
     assert_clean(proc, 1)
-    assert "fix: skill-retrieve install codex" in proc.stdout
+    assert "fix: %s install codex" % BIN in proc.stdout

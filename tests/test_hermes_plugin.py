@@ -970,7 +970,8 @@ skills:
 
 
 def backups(hh):
-    return sorted(p.name for p in Path(hh).glob("config.yaml.bak-*"))
+    from conftest import backups_of
+    return backups_of(Path(hh) / "config.yaml")
 
 
 def test_install_links_enables_and_keeps_the_rest(tmp_path):

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import BIN, REPO, make_skill
+from conftest import BIN, REPO, backups_of, make_skill
 
 from retriever.runners import install as inst
 
@@ -56,8 +56,7 @@ def ours(data, runner):
 
 
 def backups(path):
-    d, base = os.path.split(path)
-    return sorted(f for f in os.listdir(d) if f.startswith(base + ".bak-")) if os.path.isdir(d) else []
+    return backups_of(path)
 
 
 def ok(proc):
@@ -178,9 +177,12 @@ def test_uninstall_removes_only_ours(runner, run, home, tmp_path):
 
 
 def test_uninstall_of_a_fresh_install_leaves_no_hooks_key(run, home, tmp_path):
+    path = user_file("claude-code", home, tmp_path)
+    os.makedirs(os.path.dirname(path))
     ok(run("install", "claude-code"))
+    write(path, json.dumps(dict(json.load(open(path)), theme="dark")))  # the user adds a key
     ok(run("uninstall", "claude-code"))
-    assert json.load(open(user_file("claude-code", home, tmp_path))) == {}
+    assert json.load(open(path)) == {"theme": "dark"}
 
 
 def test_stale_entry_of_ours_is_replaced_in_place(run, home, tmp_path):
@@ -244,10 +246,8 @@ def test_project_files(runner, rel, run, home, tmp_path):
     assert target.is_file()
     assert not os.path.exists(user_file(runner, home, tmp_path))
     ok(run("uninstall", runner, "--project", proj))
-    if runner == "cline":
-        assert not target.exists()
-    else:
-        assert json.load(open(target)) == {}
+    # install created the file and its folder: uninstall removes both.
+    assert not target.exists() and os.listdir(proj) == []
 
 
 def test_codex_home_is_respected(run, tmp_path, home):

@@ -11,6 +11,7 @@ module is imported only when its subcommand runs.
 SUBCOMMANDS = {
     "query": ("retriever.cli.commands", "rank skills for a query (the default subcommand)"),
     "build": ("retriever.cli.commands", "build the index for a set of skill roots"),
+    "roots": ("retriever.cli.roots", "list, add or remove the skill folders used beside the default ones"),
     "hook": ("retriever.runners.hook", "answer a runner's prompt hook (stdin JSON in, runner JSON out)"),
     "explain": ("retriever.cli.explain", "show why skills rank where they do"),
     "install": ("retriever.runners.install", "register the hook or plugin with an agent"),
@@ -19,3 +20,23 @@ SUBCOMMANDS = {
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),
 }
+
+
+def self_command():
+    """How to run this program again on this machine, for the fix lines we
+    print: ``skill-retrieve`` when that name on PATH is this program, else
+    the absolute path that started this process (``bin/skill-retrieve`` is
+    not on PATH after ``make demo``)."""
+    import os
+    import shlex
+    import shutil
+    import sys
+    argv0 = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if not argv0 or os.path.basename(argv0) not in ("skill-retrieve", "__main__.py"):
+        return "skill-retrieve"  # embedded (tests, the plugin): the documented name
+    on_path = shutil.which("skill-retrieve")
+    if on_path and os.path.realpath(on_path) == os.path.realpath(argv0):
+        return "skill-retrieve"
+    if argv0.endswith("__main__.py"):
+        return "%s %s" % (shlex.quote(sys.executable), shlex.quote(argv0))
+    return shlex.quote(argv0)

@@ -92,6 +92,8 @@ def make_parser(command=None):
             p.add_argument("--profile", choices=("default", "seed"), default="default",
                            help="scoring profile (seed: the original name+description design, for comparison)")
             p.add_argument("--quiet", "-q", action="store_true", help="do not list problem files")
+            p.add_argument("--verbose", "-v", action="store_true",
+                           help="list every problem file (default: the first few of each kind)")
         else:
             p.set_defaults(_module=mod)
             if command is not None and name != command:
@@ -113,12 +115,18 @@ def run_build(args):
     path = service.index_path({"index": args.index, "roots": args.root, "platform": platform})
     for folder in scope["missing"]:
         sys.stderr.write("skill-retrieve: warning: %s: no such folder\n" % folder)
+    if args.root and len(scope["missing"]) == len(scope["roots"]):
+        # A typo must not look like an empty library.
+        sys.stderr.write("skill-retrieve: error: none of the --root folders exists; nothing built\n")
+        return 1
     if not scope["roots"]:
         sys.stderr.write("skill-retrieve: warning: no skill folders found%s\n"
-                         % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, .agents/skills)"))
+                         % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, "
+                            ".agents/skills; name yours with: skill-retrieve roots add DIR)"))
     header, problems = build.build(scope, path, args.profile,
-                                   warn=None if args.quiet else build.stderr_warn)
+                                   warn=None if args.quiet else build.stderr_warn, verbose=args.verbose)
     service.touch_stamp(path)
+    _hint_remember(args)
     counts = header["counts"]
     shadowed = sum(c["shadowed"] for c in counts.values())
     disabled = sum(c["disabled"] for c in counts.values())
@@ -126,6 +134,23 @@ def run_build(args):
                      "%d problem(s), %.2fs\n" % (path, header["n_docs"], len(scope["roots"]),
                                                   disabled, shadowed, len(problems), header["build_seconds"]))
     return 0
+
+
+def _hint_remember(args):
+    # --root is not remembered: say, once per build, how to make it so.
+    if not args.root or args.index:
+        return
+    import os
+    from retriever import userroots
+    have = set(userroots.remembered(existing=False))
+    todo = [r for r in args.root if os.path.abspath(os.path.expanduser(r)) not in have
+            and os.path.isdir(os.path.expanduser(r))]
+    if todo:
+        import shlex
+        from retriever.cli import self_command
+        sys.stderr.write("skill-retrieve: note: plain queries and hooks do not use --root; to make %s a default: "
+                         "%s roots add %s\n" % ("it" if len(todo) == 1 else "them", self_command(),
+                                                 " ".join(shlex.quote(r) for r in todo)))
 
 
 def run_query(args):
@@ -155,7 +180,16 @@ def main(argv=None):
     if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
         argv = ["query"] + argv
     parser = make_parser(argv[0] if argv[0] in SUBCOMMANDS else "")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Words after an unknown option are query words, not bad arguments:
+        # name only the options ("frobnicate --nope hello world").
+        bad = [a for a in extra if a.startswith("-") and a != "-"]
+        if bad:
+            parser.error("unrecognized option%s: %s" % ("s" if len(bad) > 1 else "", " ".join(bad)))
+        if not hasattr(args, "words"):
+            parser.error("unrecognized arguments: %s" % " ".join(extra))
+        args.words += extra
     try:
         if args.command == "query":
             return run_query(args)

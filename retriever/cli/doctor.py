@@ -33,7 +33,14 @@ PROBE_TIMEOUT = 20
 
 
 def _finding(report, level, what, fix=""):
-    """Record one finding; level "error" makes the exit code 1."""
+    """Record one finding; level "error" makes the exit code 1.  The fix
+    names this program as it can be run here (``skill-retrieve`` is not on
+    PATH after ``make demo``)."""
+    if fix:
+        import re
+        from retriever.cli import self_command
+        me = self_command()
+        fix = re.sub(r"(?<![\w/.-])skill-retrieve (?=[a-z])", lambda m: me + " ", fix)
     report["findings"].append({"level": level, "what": what, "fix": fix})
 
 
@@ -47,11 +54,6 @@ def _runner_set(runner, cwd):
     if not RECORDS[runner].get("skills"):
         return build.resolve(None)["roots"]
     return hookio.roots_for(runner, {"cwd": cwd, "workspaceRoots": [cwd]})
-
-
-def _reason_key(reason):
-    # "invalid YAML (mapping values ...); read key: value lines" -> "invalid YAML"
-    return reason.split(";")[0].split(" (")[0].strip()
 
 
 def check_roots(report, roots):
@@ -79,7 +81,7 @@ def check_roots(report, roots):
         if reason.startswith("duplicate name"):
             d["shadowed"].append({"file": path, "reason": reason})
         else:
-            key = _reason_key(reason)
+            key = build.problem_kind(reason)
             d["malformed"].setdefault(key, []).append(path)
     report["roots"] = list(by_root.values())
     report["skills_total"] = len(recs)
@@ -218,6 +220,10 @@ def check_command(report, runner, command, where):
         _finding(report, "error", "%s hook command in %s is empty" % (runner, where), reinstall)
         return info
     prog = argv[0]
+    # Read the flags before anything can stop the checks: a hook whose
+    # script is missing was reported as "no -S" although it had -S.
+    info["no_site"] = "-S" in argv[1:] or any(a.startswith("-") and not a.startswith("--") and "S" in a
+                                              for a in argv[1:3])
     resolved = prog if os.path.isabs(prog) else _which(prog)
     info["interpreter"] = resolved
     info["absolute"] = os.path.isabs(prog)
@@ -228,15 +234,15 @@ def check_command(report, runner, command, where):
     if not os.path.isabs(prog):
         _finding(report, "warn", "%s hook starts %r through PATH (found %s); the runner's PATH may differ"
                  % (runner, prog, resolved), reinstall)
-    scripts = [a for a in argv[1:] if "skill-retrieve" in a and not a.startswith("-")]
+    scripts = [a for a in argv[1:] if ("skill-retrieve" in a or a.endswith("retriever/__main__.py"))
+               and not a.startswith("-")]
     for s in scripts[:1]:
         if os.path.isabs(s) and not os.path.isfile(s):
             _finding(report, "error", "%s hook runs %s, which does not exist" % (runner, s), reinstall)
             return info
     is_bin = os.path.basename(os.path.realpath(resolved)) == "skill-retrieve"
     info["shim"] = (not is_bin) and install.is_shim(resolved)
-    info["no_site"] = is_bin or "-S" in argv[1:] or any(a.startswith("-") and not a.startswith("--")
-                                                         and "S" in a for a in argv[1:3])
+    info["no_site"] = is_bin or info["no_site"]
     if is_bin:
         info["note"] = "runs bin/skill-retrieve directly (its sh preamble picks the interpreter)"
         _finding(report, "warn", "%s hook starts bin/skill-retrieve through /bin/sh, one extra exec per "
@@ -300,17 +306,18 @@ def _claude_plugin_hook(report, info):
     return info
 
 
-def check_json_runner(report, runner):
-    """A runner with a JSON settings file: our handler under its event
-    (for claude-code, else this repository installed as a plugin)."""
-    info = _check_settings_hook(report, runner)
-    if runner == "claude-code" and info["state"] == "not installed":
+def check_json_runner(report, runner, path=None):
+    """A runner with a JSON settings file (the user's, or ``path``): our
+    handler under its event (for claude-code's user settings, else this
+    repository installed as a plugin)."""
+    info = _check_settings_hook(report, runner, path)
+    if runner == "claude-code" and path is None and info["state"] == "not installed":
         _claude_plugin_hook(report, info)
     return info
 
 
-def _check_settings_hook(report, runner):
-    path = install.settings_path(runner)
+def _check_settings_hook(report, runner, path=None):
+    path = path or install.settings_path(runner)
     info = {"runner": runner, "settings": path, "installed": False, "enabled": False}
     try:
         with open(path, "rb") as f:
@@ -354,10 +361,10 @@ def _check_settings_hook(report, runner):
     return info
 
 
-def check_script(report, runner):
+def check_script(report, runner, path=None):
     """A runner that runs or loads a file of ours (Cline: an executable
-    named UserPromptSubmit; OpenCode: a JS plugin)."""
-    path = install.settings_path(runner)
+    named UserPromptSubmit; OpenCode: a JS plugin), the user's or ``path``."""
+    path = path or install.settings_path(runner)
     info = {"runner": runner, "settings": path, "installed": False, "enabled": False}
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -535,10 +542,37 @@ def _log_tail(since):
 # ---------------------------------------------------------------- doctor
 
 
-def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
+def check_runner(report, runner, projects=()):
+    """One runner's set-up: the user's settings, else the first project
+    in ``projects`` (folders, nearest first) whose settings have our hook
+    (``install --project DIR`` writes there)."""
+    how = install.kind(runner)
+    if how == "hermes":
+        return check_hermes(report)
+    check = check_script if how == "script" else check_json_runner
+    info = check(report, runner)
+    if info["installed"]:
+        return info
+    for d in projects:
+        path = install.settings_path(runner, d)
+        if os.path.exists(path):
+            found = check(report, runner, path)
+            if found["installed"] or found["state"] != "not installed":
+                found["project"] = d
+                return found
+    return info
+
+
+def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, project=None):
     """Run every check; returns the report dict (``healthy``, ``roots``,
-    ``indexes``, ``runners``, ``probes``, ``findings``)."""
+    ``indexes``, ``runners``, ``probes``, ``findings``).  Project-level
+    installs are looked for in ``project``, else in ``cwd`` and its parents
+    up to the repository root."""
+    if project:
+        project = os.path.abspath(os.path.expanduser(project))
+        cwd = cwd or project
     cwd = cwd or os.getcwd()
+    projects = [project] if project else hookio.project_dirs(cwd)
     selected = RUNNERS if runner == "all" else (runner,)
     report = {"runner": runner, "roots": [], "indexes": [], "runners": [], "probes": [], "findings": [],
               "log": locate.log_path()}
@@ -547,13 +581,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
     # Runners first: they decide which roots and indexes matter.
     for r in selected:
         try:
-            how = install.kind(r)
-            if how == "hermes":
-                info = check_hermes(report)
-            elif how == "script":
-                info = check_script(report, r)
-            else:
-                info = check_json_runner(report, r)
+            info = check_runner(report, r, projects)
         except Exception as exc:  # a doctor must report, not crash
             info = {"runner": r, "installed": False, "enabled": False, "state": "check failed"}
             _finding(report, "error", "%s: check failed: %s: %s" % (r, type(exc).__name__, exc))
@@ -588,7 +616,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True):
         looked = ", ".join(r["path"] for r in rlist) or "no skill folder exists"
         _finding(report, "error", "no skills found (%s); retrieval has nothing to inject" % looked,
                  "put skills in ~/.claude/skills/<name>/SKILL.md (or ~/.hermes/skills, ~/.agents/skills), "
-                 "or pass --root DIR")
+                 "or name your folder once: skill-retrieve roots add DIR")
     for info in installed:
         r = info["runner"]
         info["set"] = _runner_set(r, cwd) if not roots else rlist
@@ -647,7 +675,7 @@ def _probe_all(report, installed, roots, index, cwd, platform):
         # No spawned hook to try (CLI only, or the in-process Hermes
         # plugin): run bin/skill-retrieve on the index, as a hook would.
         py = install.interpreter()
-        argv = [py, "-I", "-S", install.BIN]
+        argv = [py, "-I", "-S", install.entry_script()]
         for r in roots:
             argv += ["--root", locate.abspath(r)]
         argv += ["--index", report["indexes"][0]["path"], "--", query]
@@ -758,11 +786,14 @@ def add_arguments(parser):
                         help="check these skill folders instead of the runners' (repeatable)")
     parser.add_argument("--index", metavar="FILE", help="check this index file")
     parser.add_argument("--no-probe", action="store_true", help="skip the live probe")
+    parser.add_argument("--project", metavar="DIR",
+                        help="check hooks installed with install --project DIR (default: this folder "
+                             "and its parents up to the repository root)")
 
 
 def run(args):
     """``skill-retrieve doctor``; 0 when healthy, 1 otherwise."""
-    report = diagnose(args.runner, args.root, args.index, do_probe=not args.no_probe)
+    report = diagnose(args.runner, args.root, args.index, do_probe=not args.no_probe, project=args.project)
     if args.format == "json":
         sys.stdout.write(json.dumps(report, indent=1, default=str) + "\n")
     else:

@@ -183,9 +183,25 @@ def main(argv=None):
     return 0
 
 
+def run_process():
+    """Run ``main`` as the whole process (``bin/skill-retrieve``,
+    ``python -m retriever``): flush, then exit without interpreter teardown:
+    nothing is left to clean up, and freeing the index and caches costs
+    more than the query on large libraries."""
+    import posix
+    try:
+        code = main()
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        code = 0 if sys.argv[1:2] == ["hook"] else 130  # a hook never blocks the prompt
+    except BrokenPipeError:
+        code = 0
+    posix._exit(code if isinstance(code, int) else 1)
+
+
 def console_main():
     """``skill-retrieve`` console script installed by pip (not startup-tuned:
-    hooks should call bin/skill-retrieve with an absolute interpreter)."""
+    the hooks it installs run ``retriever/__main__.py`` under ``-I -S``)."""
     code = main()
     sys.stdout.flush()
     raise SystemExit(code)

@@ -56,14 +56,14 @@ def run(args):
     from retriever import build, query, service, settings, skills, store
     from retriever.service import read_stdin
     text = " ".join(args.words) if args.words else read_stdin()
-    top_k, _ = settings.limits(args.k)
+    top_k, inject_k = settings.limits(args.k)
     idx, path = service.open_index({"roots": args.root, "index": args.index, "platform": args.platform})
     hdr = idx["header"]
     profile = {"k1": hdr["params"]["k1"], "fields": hdr["params"]["fields"],
                "analyzer": hdr["params"]["analyzer"]}
     terms = query.query_terms(idx, text)
     results = query.search(idx, text, top_k, min_score=0, min_ratio=0)
-    injected = query.search(idx, text, top_k)
+    injected = query.search(idx, text, top_k)[:inject_k]
     recs, _, _ = skills.collect(build.scope_of(hdr)["roots"], set(hdr["disabled"]))
     by_id = {r["id"]: r for r in recs}
     by_name = {}
@@ -83,17 +83,29 @@ def run(args):
     if unknown:
         w("not in any skill: %s\n" % " ".join(unknown))
     acc, found = query.score(idx, terms)
+    ms, mr = query.min_score_setting(), query.min_ratio_setting()
+    conf = None
     if acc:
         best = query.top(acc, 1)[0][0]
         conf = query.confidence(idx, found, best, query.n_scored(terms, found))
-        ms = query.min_score_setting()
-        w("confidence %.2f (share of the query the best skill covers); threshold %.2f: %s\n"
-          % (conf, ms, "injected" if injected else "abstains, nothing is injected"))
+        # Say what the number counts: a CJK query whose pairs match nothing
+        # but one word is "fully covered" only in the terms that count.
+        skipped = [t for t in unknown if query.is_cjk_token(t)]
+        w("confidence %.2f: the share of the counted query terms the best skill covers (%d in some skill, "
+          "%d in none)%s; threshold %.2f: %s\n"
+          % (conf, len(found), len(unknown) - len(skipped),
+             "; not counted: %d CJK pair(s) in no skill (most pairs in a sentence are not words)"
+             % len(skipped) if skipped else "", ms, "injected" if injected else "abstains, nothing is injected"))
+    printed = set(r["id"] for r in injected)
+    w("%d listed, %d injected%s\n" % (len(results), len(injected),
+                                      "; each other one is marked with the rule that cut it" if
+                                      len(results) > len(injected) else ""))
     w("\n")
     shown = set()
     for rank, r in enumerate(results, 1):
         shown.add(r["id"])
-        _explain_one(w, rank, r["score"], by_id.get(r["id"]), terms, profile, n, avglen, df)
+        status = "injected" if r["id"] in printed else _cut_rule(rank, r, results, conf, ms, mr, inject_k, text)
+        _explain_one(w, rank, r["score"], by_id.get(r["id"]), terms, profile, n, avglen, df, status)
     for want in args.skill:
         rec = by_id.get(want) or by_name.get(want)
         if rec is None:
@@ -118,10 +130,27 @@ def run(args):
     return 0
 
 
-def _explain_one(w, rank, score, rec, terms, profile, n, avglen, df):
+def _cut_rule(rank, r, results, conf, ms, mr, inject_k, text):
+    """Why ranked result ``r`` is not injected, in the order the cuts apply."""
+    from retriever import query
+    if ms > 0 and query.is_chitchat(text):
+        return "cut: small talk, nothing is injected"
+    if ms > 0 and conf is not None and conf < ms:
+        return "cut: abstention (confidence %.2f < SKILL_RETRIEVAL_MIN_SCORE %.2f)" % (conf, ms)
+    floor = results[0]["score"] * mr
+    if r["score"] < floor:
+        return ("cut: under SKILL_RETRIEVAL_MIN_SCORE_RATIO (%.3f < %.2f x best = %.3f)"
+                % (r["score"], mr, floor))
+    if rank > inject_k:
+        return "cut: beyond the %d injected (-k or SKILL_RETRIEVAL_INJECT_K)" % inject_k
+    return "cut"
+
+
+def _explain_one(w, rank, score, rec, terms, profile, n, avglen, df, status=""):
     if rec is None:
         return
-    w("#%d %s (%s)  score %.3f\n" % (rank, one_line(rec["name"]), one_line(rec["id"]), score))
+    w("#%d %s (%s)  score %.3f%s\n" % (rank, one_line(rec["name"]), one_line(rec["id"]), score,
+                                      "  [%s]" % status if status else ""))
     contrib = breakdown(rec, terms, profile, n, avglen, df)
     for t, c in sorted(contrib.items(), key=lambda kv: -kv[1]["total"]):
         fields = ", ".join("%s %.2f" % (f, v) for f, v in sorted(c["fields"].items(), key=lambda kv: -kv[1]))

@@ -5,10 +5,13 @@ entry (ours) into it and leaves everything else alone; uninstall removes
 only ours.  Both are idempotent, back the file up before changing it, and
 refuse to touch a file they cannot parse.
 
-Our entry is recognised by its command: it names ``skill-retrieve`` and
-``hook <runner>``.  The command runs an absolute interpreter path with
-``-I -S`` straight on ``bin/skill-retrieve``: no version-manager shim (a
-pyenv shim costs more than 100 ms per prompt) and no extra shell.
+Our entry is recognised by its command: it names ``skill-retrieve`` (or
+``retriever/__main__.py``) and ``hook <runner>``.  The command runs an
+absolute interpreter path with ``-I -S`` straight on the entry script: no
+version-manager shim (a pyenv shim costs more than 100 ms per prompt) and
+no extra shell.  In a checkout the entry script is ``bin/skill-retrieve``;
+a pip, pipx or uv install has no ``bin/`` folder beside the package, so
+there it is the package's ``__main__.py``.
 
 Cold path: imports freely.
 """
@@ -20,7 +23,9 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin", "skill-retrieve")
+MAIN = os.path.join(REPO, "retriever", "__main__.py")
 
+from retriever import fileutil
 from retriever.fileutil import ReadOnly, backup, refuse_read_only, write_atomic
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
@@ -63,15 +68,23 @@ def interpreter(env=None):
     return os.path.realpath(sys.executable)
 
 
+def entry_script():
+    """The script an installed hook runs: ``bin/skill-retrieve`` in a
+    checkout (editable installs included), else the package's
+    ``__main__.py`` (a pip, pipx or uv install)."""
+    return BIN if os.path.isfile(BIN) else MAIN
+
+
 def hook_command(runner, python=None):
     """The command line a runner should run (shell-quoted)."""
     py = python or interpreter()
-    return "%s -I -S %s hook %s" % (shlex.quote(py), shlex.quote(BIN), runner)
+    return "%s -I -S %s hook %s" % (shlex.quote(py), shlex.quote(entry_script()), runner)
 
 
 def is_ours(command, runner):
     """True when ``command`` is our hook for ``runner``."""
-    return isinstance(command, str) and "skill-retrieve" in command and (" hook %s" % runner) in command
+    return (isinstance(command, str) and ("skill-retrieve" in command or "retriever/__main__.py" in command)
+            and (" hook %s" % runner) in command)
 
 
 # ---------------------------------------------------------------- targets
@@ -291,7 +304,12 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None):
     refuse_read_only(path)
     if old is not None:
         out.write("backed up %s to %s\n" % (path, backup(path)))
+    else:
+        made = fileutil.missing_parents(path)
     write_atomic(path, new, mode)
+    if old is None:
+        # Uninstall restores what was there: nothing.
+        fileutil.note_created(path, made)
     if mode & 0o111:
         os.chmod(path, os.stat(path).st_mode | 0o111)
     out.write("installed the %s hook in %s\n  command: %s\n" % (runner, path, command))
@@ -316,10 +334,20 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         return 0
     refuse_read_only(path)
     out.write("backed up %s to %s\n" % (path, backup(path)))
-    if new == "":
+    made = fileutil.forget_created(path)
+    if new == "" or (made is not None and parse_settings(new, path) == {}):
+        # Ours alone, or a file install created and nothing else was put
+        # in since: uninstall leaves what was there before, nothing.
         os.unlink(path)
-    else:
-        write_atomic(path, new)
+        for d in made or ():
+            try:
+                os.rmdir(d)
+            except OSError:
+                break  # not empty: someone else uses it
+        out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, path)
+                  if made is not None else "removed the %s hook: deleted %s\n" % (runner, path))
+        return 0
+    write_atomic(path, new)
     out.write("removed the %s hook from %s\n" % (runner, path))
     return 0
 

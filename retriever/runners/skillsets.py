@@ -36,7 +36,7 @@ Hot path: runs inside a hook under ``python -I -S``; built-in modules only.
 
 import posix
 
-from retriever import locate
+from retriever import locate, userroots
 
 _MAX_ANCESTORS = 40
 
@@ -107,22 +107,12 @@ def _cwd(payload, env_name=None):
 
 def _read_json(path):
     # Small settings files only; a missing or broken file counts as empty.
-    try:
-        fd = posix.open(path, posix.O_RDONLY)
-    except OSError:
+    raw = locate.read_bytes(path)
+    if raw is None:
         return None
-    try:
-        chunks = []
-        while True:
-            b = posix.read(fd, 1 << 16)
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        posix.close(fd)
     from retriever import jsonlite
     try:
-        return jsonlite.loads(b"".join(chunks).decode("utf-8", "replace"))
+        return jsonlite.loads(raw.decode("utf-8", "replace"))
     except ValueError:
         return None
 
@@ -339,12 +329,16 @@ def opencode(payload):
 
 def skill_set(runner, payload):
     """The existing skill folders ``runner`` reads for ``payload`` (root
-    dicts, precedence order), from the function its registry record names.
-    Hermes, and unknown runners, give ``[]``: the default roots, which
-    carry Hermes' own config rules."""
+    dicts, precedence order), from the function its registry record names,
+    then the folders the user named for every front end
+    (``retriever.userroots``).  Hermes, and unknown runners, give ``[]``:
+    the default roots, which carry Hermes' own config rules and the named
+    folders."""
     from retriever.runners.registry import RUNNERS
     name = RUNNERS.get(runner, {}).get("skills")
-    return existing(globals()[name](payload)) if name else []
+    if not name:
+        return []
+    return existing(globals()[name](payload) + [_root(p, "remembered") for p in userroots.remembered()])
 
 
 def scope_request(req):

@@ -1,0 +1,59 @@
+"""``skill-retrieve roots [add|remove DIR...]``: the folders used beside
+the default roots, named once (see ``retriever.userroots``)."""
+
+import os
+import sys
+
+from retriever import userroots
+
+
+def add_arguments(parser):
+    """Arguments of ``skill-retrieve roots``."""
+    parser.add_argument("action", nargs="?", choices=("list", "add", "remove"), default="list",
+                        help="list (the default), add or remove folders in %s" % _home(userroots.path()))
+    parser.add_argument("dirs", nargs="*", metavar="DIR", help="skill folders to add or remove")
+
+
+def _home(p):
+    h = os.path.expanduser("~")
+    return "~" + p[len(h):] if p.startswith(h + "/") else p
+
+
+def run(args):
+    """List, add or remove remembered folders; returns the exit code."""
+    out = sys.stdout
+    if args.action == "list":
+        if args.dirs:
+            sys.stderr.write("skill-retrieve: roots: list takes no folders (did you mean roots add?)\n")
+            return 2
+        env, file = userroots.from_env(), userroots.from_file()
+        for p in env:
+            out.write("%s  (SKILL_RETRIEVAL_ROOTS)%s\n" % (p, "" if os.path.isdir(p) else "  missing"))
+        for p in file:
+            out.write("%s  (%s)%s\n" % (p, _home(userroots.path()), "" if os.path.isdir(p) else "  missing"))
+        if not env and not file:
+            out.write("no folders named; add yours with: skill-retrieve roots add DIR\n")
+        return 0
+    if not args.dirs:
+        sys.stderr.write("skill-retrieve: roots %s needs at least one folder\n" % args.action)
+        return 2
+    if args.action == "remove":
+        gone = userroots.remove(args.dirs)
+        for p in gone:
+            out.write("removed %s\n" % p)
+        if len(gone) < len(args.dirs):
+            out.write("not in %s: %s\n" % (_home(userroots.path()), ", ".join(
+                d for d in args.dirs if os.path.abspath(os.path.expanduser(d)) not in gone)))
+        return 0
+    missing = [d for d in args.dirs if not os.path.isdir(os.path.expanduser(d))]
+    if missing:
+        sys.stderr.write("skill-retrieve: roots add: %s: no such folder\n" % ", ".join(missing))
+        return 1
+    new = userroots.add(args.dirs)
+    for p in new:
+        out.write("added %s\n" % p)
+    if len(new) < len(args.dirs):
+        out.write("already there: %s\n" % ", ".join(
+            d for d in args.dirs if os.path.abspath(os.path.expanduser(d)) not in new))
+    out.write("plain queries, hooks and the Hermes plugin now use them beside the default folders\n")
+    return 0

@@ -1,0 +1,95 @@
+"""Skill folders the user named once, used beside the default roots.
+
+Two places name them, read in this order:
+  SKILL_RETRIEVAL_ROOTS   folders separated by ``:`` (``os.pathsep``)
+  the roots file          ``$XDG_CONFIG_HOME/skill-retrieval/roots``, one
+                          folder per line, ``#`` comments; written by
+                          ``skill-retrieve roots add|remove``
+
+``remembered`` is the one function every front end goes through: the
+default roots of the command line (``discover.default_roots``), the key of
+the default index (``service.index_path``), each runner's hook
+(``runners.hook.roots_for``) and the Hermes plugin.  Without it, a
+``build --root ~/skills`` was forgotten by the next plain query, which then
+printed nothing and said nothing.
+
+Hot path: read on every query over the default roots, so built-in modules,
+``locate`` and ``settings`` only.
+"""
+
+from retriever import locate, settings
+
+SEP = ":"  # os.pathsep on every POSIX system; the query path does not import os
+
+
+def path():
+    """The roots file: ``$XDG_CONFIG_HOME/skill-retrieval/roots``, else
+    ``~/.config/skill-retrieval/roots``."""
+    base = locate.env("XDG_CONFIG_HOME") or locate.home() + "/.config"
+    return locate.abspath(base) + "/skill-retrieval/roots"
+
+
+def from_env():
+    """The folders in SKILL_RETRIEVAL_ROOTS, absolute, in order."""
+    raw = settings.get("SKILL_RETRIEVAL_ROOTS")
+    return [locate.abspath(p.strip()) for p in raw.split(SEP) if p.strip()]
+
+
+def from_file(file=None):
+    """The folders in the roots file, absolute, in order ([] without one)."""
+    raw = locate.read_bytes(file or path())
+    out = []
+    for line in (raw or b"").decode("utf-8", "surrogateescape").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            out.append(locate.abspath(line))
+    return out
+
+
+def remembered(existing=True):
+    """Every remembered folder, environment first, without repeats; only
+    the ones that are folders now unless ``existing`` is false."""
+    seen = set()
+    out = []
+    for p in from_env() + from_file():
+        if p in seen or (existing and not locate.isdir(p)):
+            continue
+        seen.add(p)
+        out.append(p)
+    return out
+
+
+# ---------------------------------------------------------- changing the file
+
+
+def _write(folders):
+    from retriever.fileutil import write_atomic
+    text = ("# Skill folders skill-retrieve uses beside the default ones, one per line.\n"
+            "# Edit freely, or use: skill-retrieve roots add|remove DIR\n"
+            + "".join(f + "\n" for f in folders))
+    write_atomic(path(), text)
+
+
+def _norm(folder):
+    import os
+    return os.path.abspath(os.path.expanduser(folder))
+
+
+def add(folders):
+    """Append ``folders`` (made absolute) to the roots file; returns the
+    ones that were not there yet."""
+    have = from_file()
+    new = [f for f in dict.fromkeys(_norm(f) for f in folders) if f not in have]
+    if new:
+        _write(have + new)
+    return new
+
+
+def remove(folders):
+    """Drop ``folders`` from the roots file; returns the ones removed."""
+    have = from_file()
+    gone = set(_norm(f) for f in folders)
+    kept = [f for f in have if f not in gone]
+    if len(kept) != len(have):
+        _write(kept)
+    return [f for f in have if f in gone]
