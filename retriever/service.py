@@ -137,6 +137,7 @@ def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, herme
     t0 = time.perf_counter()
     scope = build.resolve(roots or None, platform, hermes_home, warn=None, only_hermes=only_hermes)
     memory = {}
+    store.write_target(path)  # a path that is not ours is refused before any notice
     if not quiet:
         for folder in scope["missing"]:
             warn("warning: %s: no such folder" % folder)

@@ -29,10 +29,9 @@ QUERY_MODULES = {
     "retriever.query", "retriever.render",
     "zlib",  # the index's CRC-32 checks (README "Integrity": about 0.45 ms to import)
 }
-# A hook adds the folders the user named (retriever.userroots) to its runner's.
 HOOK_MODULES = QUERY_MODULES | {
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
-    "retriever.jsonlite", "_json", "retriever.userroots",
+    "retriever.jsonlite", "_json",
 }
 # retriever/__main__.py is the executable of pip installs, like bin/skill-retrieve.
 FRONT_ENDS = ("retriever.cli", "retriever.runners", "retriever.__main__")

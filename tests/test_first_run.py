@@ -15,10 +15,10 @@ from conftest import BIN, REPO, assert_clean, make_skill, warning_lines
 
 
 def _skills(root):
-    make_skill(root, "devops/kubernetes-certs", {
+    make_skill(root, "kubernetes-certs", {
         "name": "kubernetes-certs",
         "description": "Rotate the TLS certificates of a kubeadm Kubernetes control plane"})
-    make_skill(root, "docs/pdf-text", {
+    make_skill(root, "pdf-text", {
         "name": "pdf-text", "description": "Pull the text out of PDF files, with OCR for scans"})
     return root
 

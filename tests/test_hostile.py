@@ -62,6 +62,7 @@ def test_index_refuses_a_symlink_to_a_users_file_and_keeps_the_link(cli, root, t
 
 def test_a_symlink_to_an_index_is_written_through_to_its_target(cli, root, tmp_path):
     real = tmp_path / "store" / "real.skr"
+    (tmp_path / "other-empty").mkdir()  # build refuses a --root that does not exist
     assert_clean(cli("build", "--root", tmp_path / "other-empty", "--index", real))
     link = tmp_path / "link.skr"
     link.symlink_to(real)

@@ -251,7 +251,9 @@ def test_doctor_fix_for_a_runner_sets_index_keeps_its_rules(cli, tmp_path):
     hook_index = [i for i in report["indexes"] if "claude-code" in i["used_by"]]
     assert hook_index
     fixes = [f["fix"] for f in report["findings"] if hook_index[0]["path"] in f["what"]]
-    assert fixes and all(f.startswith("skill-retrieve query --runner claude-code") for f in fixes), fixes
+    # (the program as it runs here: bin/skill-retrieve is not on PATH)
+    from skillret_helpers import BIN
+    assert fixes and all(f.startswith("%s query --runner claude-code" % BIN) for f in fixes), fixes
     # and running it writes exactly the index the hook will use
     assert_clean(cli("query", "--runner", "claude-code", "--fresh", "skills", cwd=sub))
     assert os.path.exists(hook_index[0]["path"])

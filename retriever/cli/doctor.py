@@ -572,7 +572,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
         project = os.path.abspath(os.path.expanduser(project))
         cwd = cwd or project
     cwd = cwd or os.getcwd()
-    projects = [project] if project else hookio.project_dirs(cwd)
+    projects = [project] if project else skillsets.project_dirs(cwd)
     selected = RUNNERS if runner == "all" else (runner,)
     report = {"runner": runner, "roots": [], "indexes": [], "runners": [], "probes": [], "findings": [],
               "log": locate.log_path()}
