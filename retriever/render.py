@@ -49,16 +49,18 @@ def text_block(results):
     return "\n".join(lines) + "\n"
 
 
-def json_doc(query, results):
-    """``{"query", "query_chars", "results": [{"id", "name", "path", "score",
-    "description"}]}``: ``query`` is the first QUERY_ECHO_MAX characters
-    (``...`` marks a cut), ``query_chars`` the full length; id, name and
-    description are one line each, descriptions cut to JSON_DESC_MAX
-    characters."""
+def json_doc(query, results, tiers=None):
+    """``{"query", "query_chars", "tiers", "results": [{"id", "name", "path",
+    "score", "description"}]}``: ``query`` is the first QUERY_ECHO_MAX
+    characters (``...`` marks a cut), ``query_chars`` the full length; id,
+    name and description are one line each, descriptions cut to
+    JSON_DESC_MAX characters.  ``tiers`` names the rankers that answered
+    (``["bm25"]``, or ``["bm25", "semantic"]`` when the semantic tier fused)."""
     from retriever import jsonlite
     return jsonlite.dumps({
         "query": query if len(query) <= QUERY_ECHO_MAX else query[:QUERY_ECHO_MAX - 3] + "...",
         "query_chars": len(query),
+        "tiers": list(tiers or ("bm25",)),
         "results": [{"id": one_line(r["id"]), "name": one_line(r["name"]), "path": r["path"],
                      "score": r["score"], "description": short(r["description"], JSON_DESC_MAX)}
                     for r in results],

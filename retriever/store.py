@@ -154,9 +154,15 @@ def write(path, built, docs, header):
     then rename over ``path``.  Readers see the old file or the new one,
     never a torn one.  Raises UnsafeTarget, before writing anything, when
     ``path`` is not ours to replace (see ``write_target``)."""
-    import os
     header, chunks = pack(built, docs, header)
-    target = write_target(path)
+    write_atomically(write_target(path), chunks)
+    return header
+
+
+def write_atomically(target, chunks):
+    """Write the byte ``chunks`` to ``target`` through a temp file in the
+    same folder, fsync, then rename (the index, and its vectors)."""
+    import os
     folder = os.path.dirname(target)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     tmp = "%s.tmp.%d" % (target, os.getpid())
@@ -181,7 +187,6 @@ def write(path, built, docs, header):
         except OSError:
             pass
         raise
-    return header
 
 
 def write_target(path):

@@ -28,8 +28,12 @@ sys.modules.setdefault("skillret_helpers", sys.modules[__name__])
 # Variables that would let the developer's own set-up leak into a test.
 _SCRUB_PREFIXES = ("SKILL_RETRIEVAL_", "HERMES_")
 _SCRUB = ("CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_PROJECT_DIR", "XDG_CACHE_HOME",
-          "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+          "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
           "PYTHONPATH", "PYTHONHOME", "TYPESAFE_API_KEY", "TYPESAFE_KEY", "OPENROUTER_API_KEY")
+
+
+# In-process callers (the Hermes plugin's tests) see the same default.
+os.environ["SKILL_RETRIEVAL_SEMANTIC"] = "off"
 
 
 def _yaml_dump(data):
@@ -89,8 +93,10 @@ def base_env(tmp_path):
     cache = tmp_path / "xdg-cache"
     home.mkdir(exist_ok=True)
     cache.mkdir(exist_ok=True)
+    # The semantic tier (when its extra is installed) starts a helper
+    # process; only the tests about it turn it on, each with its own socket.
     env.update(HOME=str(home), XDG_CACHE_HOME=str(cache), SKILL_RETRIEVAL_REVALIDATE="off",
-               LC_ALL="C.UTF-8", XDG_STATE_HOME=str(state_home(tmp_path)))
+               SKILL_RETRIEVAL_SEMANTIC="off", LC_ALL="C.UTF-8", XDG_STATE_HOME=str(state_home(tmp_path)))
     return env
 
 

@@ -102,7 +102,8 @@ def test_json_shape(lib):
     assert_clean(proc)
     assert proc.stdout.endswith("\n") and proc.stdout.count("\n") == 1
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"query", "query_chars", "results"}
+    assert set(doc) == {"query", "query_chars", "tiers", "results"}
+    assert doc["tiers"] == ["bm25"]
     assert doc["query"] == "polish widget"
     assert len(doc["results"]) == 6
     for r in doc["results"]:
@@ -124,7 +125,8 @@ def test_json_keeps_the_full_description(lib):
 def test_json_with_no_results_is_an_empty_list(lib):
     proc = lib("--format", "json", "qwertyuiop asdfghjkl")
     assert_clean(proc)
-    assert json.loads(proc.stdout) == {"query": "qwertyuiop asdfghjkl", "query_chars": 20, "results": []}
+    assert json.loads(proc.stdout) == {"query": "qwertyuiop asdfghjkl", "query_chars": 20, "tiers": ["bm25"],
+                                       "results": []}
 
 
 # -- text block --------------------------------------------------------------

@@ -650,6 +650,9 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
     for path, users in idx_users.items():
         check_index(report, path, users, idx_roots.get(path))
 
+    from retriever import semantic
+    report["semantic"] = semantic.state(list(idx_users))
+
     if do_probe and report["sample_skill"]:
         _probe_all(report, installed, roots, index, cwd, platform)
     report["healthy"] = not any(f["level"] == "error" for f in report["findings"])
@@ -738,6 +741,12 @@ def render_text(report):
             w("  %-4s %s  v%s, %d skills, built %s, %s, %s  (%s)" % (
                 "ok" if i["state"] == "fresh" else "!!", _home(i["path"]), i["version"], i["n_docs"],
                 _ago(i["built_at"]), i["state"], _size(i["size"]), ", ".join(i["used_by"])))
+    sem = report.get("semantic")
+    if sem:
+        w("Semantic tier")
+        w("  %-4s %s; helper %s" % ("ok" if sem["state"] == "on" else "--", sem["state"], sem["helper"]))
+        for p, v in sem["vectors"].items():
+            w("       vectors of %s: %s" % (_home(p), v))
     w("Runners")
     for r in report["runners"]:
         mark = "ok" if r["installed"] and r["enabled"] else ("!!" if r["installed"] else "--")

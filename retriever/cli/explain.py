@@ -101,6 +101,8 @@ def run(args):
                                       "; each other one is marked with the rule that cut it" if
                                       len(results) > len(injected) else ""))
     w("\n")
+    from retriever import semantic
+    semantic.explain(idx, path, text, top_k, w)
     shown = set()
     for rank, r in enumerate(results, 1):
         shown.add(r["id"])

@@ -284,6 +284,9 @@ def _base_env(home: Path, extra_env: Mapping[str, str] | None = None) -> dict:
         "TERM": "dumb",
         "NO_COLOR": "1",
         "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+        # The semantic tier starts a helper process; only its own e2e test
+        # turns it on (and stops the helper).
+        "SKILL_RETRIEVAL_SEMANTIC": "off",
     }
     if extra_env:
         for k, v in extra_env.items():

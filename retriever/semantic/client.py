@@ -1,0 +1,198 @@
+"""The per-prompt side of the warm helper: stdlib only (``_socket``).
+
+A process that starts per prompt cannot load numpy and the model (about
+1 s), so it asks the helper (``retriever.semantic.helper``) for cosines
+over a Unix socket, with a short deadline, and answers BM25 only on any
+failure.  ``_socket`` costs 0.5 ms to import where ``socket`` costs 8.7 ms
+(performance-facts.md section 10); the framing is a 4-byte length and
+newline-separated text, so neither ``json`` nor ``struct`` is needed.
+
+When the tier is installed and no helper answers, the first query starts
+one, detached, and answers BM25 only; the next queries find it warm.
+"""
+
+import posix
+import sys
+
+from retriever import locate
+
+MAGIC = b"SKR1"
+DEFAULT_TIMEOUT_MS = 30.0
+DEFAULT_IDLE = 1800.0
+_SPAWN_EVERY = 10.0  # seconds between start attempts while none answers
+
+
+def runtime_dir():
+    """``$XDG_RUNTIME_DIR/skill-retrieval`` when that folder exists (a
+    per-user tmpfs, mode 0700), else the cache folder."""
+    rt = locate.env("XDG_RUNTIME_DIR")
+    if rt and locate.isdir(rt):
+        return rt.rstrip("/") + "/skill-retrieval"
+    return locate.cache_dir()
+
+
+def socket_path():
+    """The helper's socket (SKILL_RETRIEVAL_SEMANTIC_SOCKET overrides)."""
+    return locate.env("SKILL_RETRIEVAL_SEMANTIC_SOCKET") or runtime_dir() + "/semantic.sock"
+
+
+def timeout_s():
+    """How long a query waits for the helper (SKILL_RETRIEVAL_SEMANTIC_TIMEOUT, ms)."""
+    raw = locate.env("SKILL_RETRIEVAL_SEMANTIC_TIMEOUT").strip()
+    try:
+        v = float(raw) if raw else DEFAULT_TIMEOUT_MS
+    except ValueError:
+        v = DEFAULT_TIMEOUT_MS
+    return (v if 0 < v <= 60000 else DEFAULT_TIMEOUT_MS) / 1000.0
+
+
+def index_key(header):
+    """The index build a request is about (the helper compares it with
+    the file it has loaded, and reloads when the index changed)."""
+    return "%s %s %r" % (header.get("signature"), header.get("n_docs"), header.get("built_at"))
+
+
+def frame(payload):
+    """One message: magic, u32 little-endian length, payload."""
+    return MAGIC + len(payload).to_bytes(4, "little") + payload
+
+
+def read_frame(sock):
+    """Read one framed message from ``sock``; raises OSError on a short read."""
+    head = _read_n(sock, 8)
+    if head[:4] != MAGIC:
+        raise OSError("bad frame")
+    n = int.from_bytes(head[4:8], "little")
+    if n > 1 << 24:
+        raise OSError("frame too large")
+    return _read_n(sock, n)
+
+
+def _read_n(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise OSError("connection closed")
+        buf += chunk
+    return buf
+
+
+def connect(path=None, timeout=None):
+    """A connected socket to the helper, or None (nothing listens)."""
+    import _socket
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    s.settimeout(timeout_s() if timeout is None else timeout)
+    try:
+        s.connect(path or socket_path())
+    except OSError:
+        s.close()
+        return None
+    return s
+
+
+def request(sock, lines):
+    """Send ``lines`` (str) as one request; return the reply's lines."""
+    sock.sendall(frame("\n".join(lines).encode("utf-8", "surrogatepass")))
+    return read_frame(sock).decode("utf-8", "replace").split("\n")
+
+
+def parse_scores(reply):
+    """``{skill number: cosine}`` from an ``ok`` reply, else None."""
+    if not reply or reply[0] != "ok":
+        return None
+    out = {}
+    for line in reply[1:]:
+        if line:
+            d, _, c = line.partition(" ")
+            out[int(d)] = float(c)
+    return out
+
+
+class Provider:
+    """Cosines from the warm helper (see ``retriever.semantic.search``)."""
+
+    def __init__(self, spawn=True):
+        self.spawn = spawn
+        self.status = "not asked"
+
+    def begin(self, index_path, idx):
+        """A function asking the helper about ``idx``, or None when no
+        helper answers (one is started, detached, when allowed)."""
+        sock = connect()
+        if sock is None:
+            self.status = "no helper"
+            if self.spawn:
+                start_detached()
+            return None
+        key = index_key(idx["header"])
+
+        def ask(text, candidates):
+            try:
+                reply = request(sock, ["cos", index_path, key, " ".join(map(str, candidates)),
+                                       text.replace("\n", " ")])
+            except OSError as exc:
+                self.status = "helper did not answer in time" if "timed out" in str(exc) else \
+                    "helper failed (%s)" % exc
+                return None
+            finally:
+                sock.close()
+            scores = parse_scores(reply)
+            self.status = "answered" if scores is not None else " ".join(reply[:2]).strip()
+            return scores
+        return ask
+
+
+def start_detached(force=False):
+    """Start a helper in its own session, not waiting for it.  At most one
+    attempt per _SPAWN_EVERY seconds; the helper itself refuses to run
+    twice (a lock), so a race costs one short-lived process."""
+    import time
+    d = runtime_dir()
+    stamp = d + "/semantic.spawned"
+    try:
+        if not force and time.time() - posix.stat(stamp).st_mtime < _SPAWN_EVERY:
+            return False
+    except OSError:
+        pass
+    try:
+        if not locate.isdir(d):
+            import os
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        fd = posix.open(stamp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
+        posix.close(fd)
+        posix.utime(stamp)
+    except OSError:
+        return False
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    repo = __file__.rsplit("/", 3)[0]
+    code = "import sys; sys.path.insert(0, %r); from retriever.semantic.helper import main; " \
+           "sys.exit(main(['--detached']))" % repo
+    try:
+        pid = posix.fork()
+    except OSError:
+        return False
+    if pid:
+        # The intermediate child exits at once (reaped here), so the helper
+        # is re-parented to init and never becomes our zombie.
+        try:
+            posix.waitpid(pid, 0)
+        except OSError:
+            pass
+        return True
+    try:
+        posix.setsid()
+        if posix.fork():
+            posix._exit(0)
+        fd = posix.open("/dev/null", posix.O_RDWR)
+        for n in (0, 1, 2):
+            posix.dup2(fd, n)
+        # Site enabled (no -S): the helper needs numpy from site-packages.
+        posix.execv(sys.executable, [sys.executable, "-I", "-c", code])
+    except BaseException:
+        pass
+    posix._exit(1)

@@ -1,0 +1,69 @@
+"""Fusing BM25 with the sentence encoder's cosines, and the abstention
+that goes with it.  Pure Python: the per-prompt client fuses with the
+cosines the helper sends back, without numpy.
+
+Linear fusion (issue 16), with the weights chosen on the eval
+(``eval/tune_semantic.py``): over BM25's top ``BM25_POOL`` plus the
+encoder's top ``DENSE_POOL``, each candidate scores
+``a * bm25 / bm25_max + (1 - a) * cosine``.  ``a`` falls when BM25 has
+little to go on: for a query mostly in a non-Latin script (CJK, Hangul:
+English skills share no words with it) and when the best BM25 match
+covers under half of the query (Spanish, German, French ...).  Raw
+cosines beat cosines rescaled over the candidates on every query set
+(the rescale turns a weak best match into a full-strength one).
+"""
+
+BM25_POOL = 50
+DENSE_POOL = 10
+ALPHA = 0.5             # BM25's share for a query it covers well
+ALPHA_FOREIGN = 0.2     # ... for a query mostly in a non-Latin script
+ALPHA_LOW_COVER = 0.25  # ... when the best BM25 match covers under half the query
+LOW_COVER = 0.5
+# Abstention: the best fused candidate is "weakly similar" under this
+# cosine.  Off-topic messages score 0.05-0.2 against every skill; the
+# external set's near-miss negatives score like its positives (AUC 0.62),
+# so no floor silences them without losing positives (README, make eval).
+MIN_COSINE = 0.2
+
+
+def non_latin_share(text):
+    """Share of the letters of ``text`` outside the Latin script."""
+    letters = other = 0
+    for ch in text:
+        if ch.isalpha():
+            letters += 1
+            if ord(ch) > 0x24F:
+                other += 1
+    return other / letters if letters else 0.0
+
+
+def alpha_for(text, coverage):
+    """BM25's weight for this query (see the module docstring)."""
+    if non_latin_share(text) > 0.3:
+        return ALPHA_FOREIGN
+    if coverage < LOW_COVER:
+        return ALPHA_LOW_COVER
+    return ALPHA
+
+
+def fuse(acc, bm_top, cos, alpha):
+    """Fused ``[(skill number, fused score, cosine)]``, best first.
+
+    ``acc`` maps skill numbers to BM25 scores, ``bm_top`` is BM25's pool
+    (``[(skill, score)]``, best first), ``cos`` maps skill numbers to
+    cosines (the pool's and the encoder's own top).  Ties break by skill
+    number, as in BM25."""
+    cand = set(d for d, _ in bm_top)
+    cand.update(cos)
+    bmax = bm_top[0][1] if bm_top and bm_top[0][1] > 0 else 1.0
+    out = []
+    for d in cand:
+        c = cos.get(d, 0.0)
+        out.append((d, alpha * acc.get(d, 0.0) / bmax + (1.0 - alpha) * c, c))
+    out.sort(key=lambda x: (-x[1], x[0]))
+    return out
+
+
+def weakly_similar(fused, min_cosine=MIN_COSINE):
+    """True when the best fused candidate's cosine is under ``min_cosine``."""
+    return not fused or fused[0][2] < min_cosine
