@@ -9,6 +9,10 @@ change can be compared with this one (``--compare`` prints the deltas).
 Settings:
   own    each query ranked against its own collection
   mixed  every query ranked against the union of 12 collections (1,098 skills)
+
+Rows: seed-style, shipped (BM25) and, when the semantic extra is installed,
+shipped + semantic (fused in process); query sets: the external rows, the
+project's CJK queries and eval/multilingual_queries.jsonl (zh/ja/ko/es/de/fr).
 """
 
 import argparse
@@ -33,6 +37,7 @@ MIXED = ["hermes-agent", "anthropics-skills", "obra-superpowers", "openai-skills
          "trailofbits-skills", "orchestra-ai-research-skills", "moonlight-lupin-agent-skills",
          "dtsong-data-engineering-skills", "dotnet-artisan-130"]
 CJK_QUERIES = os.path.join(HERE, "cjk_queries.jsonl")
+MULTILINGUAL_QUERIES = os.path.join(HERE, "multilingual_queries.jsonl")
 
 
 def load_rows(eval_dir):
@@ -51,12 +56,16 @@ def load_rows(eval_dir):
 
 def build_index(roots, profile, folder):
     """Build an index of ``roots`` under ``profile``; returns the loaded index."""
-    path = os.path.join(folder, "%s-%d.skr" % (profile, abs(hash(tuple(roots)))))
+    import hashlib
+    key = hashlib.blake2b("\0".join(roots).encode("utf-8"), digest_size=8).hexdigest()
+    path = os.path.join(folder, "%s-%s.skr" % (profile, key))
     if not os.path.exists(path):
         scope = build.resolve(roots)
         scope["disabled"] = set()
         build.build(scope, path, profile)
-    return store.load(path)
+    idx = store.load(path)
+    idx["_path"] = path  # the semantic rows find the vectors beside it
+    return idx
 
 
 def matches(result, names):
@@ -85,8 +94,16 @@ def metrics_for(ranked_lists, expected_lists):
     return {"R@1": r1 / n, "R@3": r3 / n, "R@5": r5 / n, "MRR@10": mrr / n, "nDCG@10": ndcg / n, "n": n}
 
 
-def evaluate(rows, idx_for_row, inject_k, min_score, min_ratio=None):
-    """Score one configuration over ``rows``; returns a metrics dict."""
+def evaluate(rows, idx_for_row, inject_k, min_score, min_ratio=None, provider=None):
+    """Score one configuration over ``rows``; returns a metrics dict.
+    With a semantic ``provider`` the ranking is the fused one."""
+    if provider is not None:
+        from retriever import semantic
+
+        def search(idx, text, k, min_score=None, min_ratio=None):
+            return semantic.search(idx, idx["_path"], text, k, provider, min_score, min_ratio)[0]
+    else:
+        search = query.search
     pos_ranked, pos_exp, lat = [], [], []
     neg_silent = neg_total = wrong = wrong_total = 0
     injected_sizes = []
@@ -95,8 +112,8 @@ def evaluate(rows, idx_for_row, inject_k, min_score, min_ratio=None):
     for r in rows:
         idx = idx_for_row(r)
         t0 = time.perf_counter()
-        ranked = query.search(idx, r["query"], 10, min_score=0, min_ratio=0)
-        injected = query.search(idx, r["query"], inject_k, min_score=min_score, min_ratio=min_ratio)
+        ranked = search(idx, r["query"], 10, min_score=0, min_ratio=0)
+        injected = search(idx, r["query"], inject_k, min_score=min_score, min_ratio=min_ratio)
         lat.append((time.perf_counter() - t0) * 1000 / 2)
         if r["should_trigger"] is True:
             injected_sizes.append(len(injected))
@@ -135,6 +152,7 @@ def run(args):
     own_roots = lambda c: [os.path.join(corpora, c)]
     mixed_roots = [os.path.join(corpora, c) for c in MIXED]
     cjk = load_cjk()
+    multi = load_jsonl(MULTILINGUAL_QUERIES)
     for profile in profiles:
         # seed-style had no abstention; the default abstains at its calibrated threshold
         min_score = min_ratio = 0 if profile == "seed" else None
@@ -160,7 +178,30 @@ def run(args):
             res["own held-out"] = evaluate(held, idx_own, args.inject_k, min_score, min_ratio)
         if cjk:
             res["mixed CJK"] = evaluate(cjk, lambda r: mixed_idx, args.inject_k, min_score, min_ratio)
+        if multi:
+            res["multilingual"] = evaluate(multi, lambda r: mixed_idx, args.inject_k, min_score, min_ratio)
         report["results"][profile] = res
+    provider = semantic_provider(args)
+    if provider is not None:
+        # The semantic tier on the shipped profile: the same rows, fused.
+        own_idx = {}
+
+        def idx_own_sem(r):
+            c = r["corpus"]
+            if c not in own_idx:
+                own_idx[c] = with_vectors(provider, build_index(own_roots(c), "default", cache))
+            return own_idx[c]
+        mixed_idx = with_vectors(provider, build_index(mixed_roots, "default", cache))
+        res = {
+            "own": evaluate(rows, idx_own_sem, args.inject_k, None, None, provider),
+            "mixed": evaluate([r for r in rows if r["corpus"] in MIXED], lambda r: mixed_idx,
+                              args.inject_k, None, None, provider),
+        }
+        if cjk:
+            res["mixed CJK"] = evaluate(cjk, lambda r: mixed_idx, args.inject_k, None, None, provider)
+        if multi:
+            res["multilingual"] = evaluate(multi, lambda r: mixed_idx, args.inject_k, None, None, provider)
+        report["results"]["semantic"] = res
         report["n_mixed_skills"] = mixed_idx["header"]["n_docs"]
     report["abstention"] = abstention_tradeoff(rows, cache)
     print_table(report)
@@ -176,6 +217,31 @@ def run(args):
         print_deltas(prev, report)
     print("\nreport saved to %s" % os.path.relpath(out))
     return 0
+
+
+def load_jsonl(path):
+    """The rows of a JSON-lines query file ([] when it does not exist)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def semantic_provider(args):
+    """The in-process semantic provider when the tier is installed and
+    not turned off (``--no-semantic`` or SKILL_RETRIEVAL_SEMANTIC=off)."""
+    from retriever import semantic
+    if args.no_semantic or not semantic.enabled():
+        return None
+    from retriever.semantic import inproc
+    return inproc.Provider(max_indexes=64)  # every own collection stays loaded
+
+
+def with_vectors(provider, idx):
+    """``idx`` once the provider has its vectors (embedding them if needed)."""
+    if not provider.wait(idx["_path"], idx, timeout=1800):
+        raise SystemExit("semantic tier: the model or vectors did not load (%s)" % provider.status)
+    return idx
 
 
 def load_cjk():
@@ -259,7 +325,7 @@ def print_table(report):
                 v = m.get(c)
                 cells.append("-" if v is None or (isinstance(v, float) and v != v) else
                              ("%.2f" % v if "latency" in c or "mean" in c else "%.3f" % v))
-            label = "seed-style" if prof == "seed" else "shipped"
+            label = {"seed": "seed-style", "semantic": "shipped + semantic"}.get(prof, "shipped")
             print("| %s | %s | %s | %s |" % (s, label, m.get("n", "-"), " | ".join(cells)))
 
 
@@ -282,6 +348,7 @@ def main(argv=None):
     ap.add_argument("--cache", help="folder for the built indexes (default: a new temp folder)")
     ap.add_argument("--inject-k", type=int, default=6)
     ap.add_argument("--report", default=os.path.join(REPO, ".cache", "eval-report.json"))
+    ap.add_argument("--no-semantic", action="store_true", help="skip the semantic tier's rows")
     args = ap.parse_args(argv)
     os.makedirs(os.path.dirname(args.report), exist_ok=True)
     return run(args)

@@ -25,16 +25,19 @@ def clean_query(text):
     return text
 
 
-# At most this many terms of pasted blocks (logs, code) count when the
-# message has words of its own: the question decides, the paste helps.
+# When the message has words of its own, at most this many terms of its
+# pasted blocks (logs, code) count, each at this weight: the question
+# decides, the paste helps.
 MAX_PASTED_TERMS = 16
+PASTED_WEIGHT = 0.25
 
 
-def query_terms(idx, text):
+def query_terms(idx, text, weights=None):
     """The unique analysed terms of ``text``: the message's own words
     first, in order of first appearance, then a few from pasted blocks
     (``message.split``), so a question before or after a long log keeps
-    its terms within the MAX_QUERY_TERMS cap."""
+    its terms within the MAX_QUERY_TERMS cap.  ``weights`` (a dict), when
+    given, receives PASTED_WEIGHT for each term only a pasted block has."""
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
     prose, pasted = split(text) if "\n" in text or len(text) > 300 else (text, "")
@@ -44,18 +47,22 @@ def query_terms(idx, text):
             if len(seen) >= MAX_QUERY_TERMS:
                 return list(seen)
     if pasted:
-        cap = min(MAX_QUERY_TERMS, len(seen) + MAX_PASTED_TERMS) if len(seen) >= 2 else MAX_QUERY_TERMS
+        own = len(seen) >= 2
+        cap = min(MAX_QUERY_TERMS, len(seen) + MAX_PASTED_TERMS) if own else MAX_QUERY_TERMS
         for t in analyze(clean_query(pasted), opts):
             if t not in seen:
                 seen[t] = None
+                if own and weights is not None:
+                    weights[t] = PASTED_WEIGHT
                 if len(seen) >= cap:
                     break
     return list(seen)
 
 
-def score(idx, terms):
+def score(idx, terms, term_weights=None):
     """``({skill number: score}, {term: (term number, skill numbers)})``
-    for the given terms; the skill lists are kept for ``confidence``, so
+    for the given terms (each scaled by ``term_weights[term]`` when that
+    is given, default 1); the skill lists are kept for ``confidence``, so
     no term's postings are read twice."""
     acc = {}
     found = {}
@@ -66,6 +73,9 @@ def score(idx, terms):
             continue
         docs, weights = postings(idx, i)
         found[t] = (i, docs)
+        tw = term_weights.get(t, 1.0) if term_weights else 1.0
+        if tw != 1.0:
+            weights = [w * tw for w in weights]
         for d, w in zip(docs, weights):
             acc[d] = get(d, 0.0) + w
     return acc, found
@@ -202,10 +212,11 @@ def search(idx, text, k, min_score=None, min_ratio=None, keep=None):
     text = clean_query(text)
     if min_score > 0 and is_chitchat(text):
         return []
-    terms = query_terms(idx, text)
+    weights = {}
+    terms = query_terms(idx, text, weights)
     if not terms:
         return []
-    acc, found = score(idx, terms)
+    acc, found = score(idx, terms, weights)
     best = ranked(idx, acc, k, keep)
     if not best or best[0][1] <= 0.0:
         return []

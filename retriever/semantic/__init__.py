@@ -111,8 +111,9 @@ def fused_search(idx, text, k, session, min_score, min_ratio, keep=None, explain
     ``explain``, a dict, receives the numbers behind the decision."""
     from retriever import query, store
     from retriever.semantic import fuse
-    terms = query.query_terms(idx, text)
-    acc, found = query.score(idx, terms) if terms else ({}, {})
+    weights = {}
+    terms = query.query_terms(idx, text, weights)
+    acc, found = query.score(idx, terms, weights) if terms else ({}, {})
     bm_top = query.top(acc, fuse.BM25_POOL)
     cos = session(encoder_text(text), [d for d, _ in bm_top])
     if cos is None:

@@ -49,8 +49,9 @@ def lock_path(sock_path):
 class Indexes:
     """Loaded indexes and their vectors, by index path."""
 
-    def __init__(self, log):
+    def __init__(self, log, max_indexes=MAX_INDEXES):
         self.log = log
+        self.max_indexes = max_indexes
         self.mu = threading.Lock()
         self.ready = {}    # path -> (key, idx, matrix)
         self.loading = {}  # path -> key being loaded
@@ -85,7 +86,7 @@ class Indexes:
                 self.log("embedded %d skills of %s in %.1fs" % (n, path, time.perf_counter() - t0))
             with self.mu:
                 self.ready[path] = (key, idx, mat)
-                while len(self.ready) > MAX_INDEXES:
+                while len(self.ready) > self.max_indexes:
                     self.ready.pop(next(iter(self.ready)))
         except Exception as exc:
             self.log("loading %s failed: %s: %s" % (path, type(exc).__name__, exc))

