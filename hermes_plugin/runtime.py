@@ -58,7 +58,22 @@ def new_state(roots=None, index_path=None, interval="env"):
         "builds": {},    # thread id -> (tools, toolsets, names) of the last index build
         "sessions": {},  # session id -> {"tools": (tools, toolsets), "names": set}
         "warned": set(),
+        "semantic": _semantic_provider(),
     }
+
+
+def _semantic_provider():
+    # The semantic tier in process: the model loads in a background thread
+    # from registration on; until it (and the vectors) are ready a turn is
+    # BM25 only, never waiting.
+    try:
+        from retriever import semantic
+        if not semantic.enabled():
+            return None
+        from retriever.semantic import inproc
+        return inproc.Provider(lambda m: log.info("Skill retrieval semantic tier: %s", m))
+    except Exception:
+        return None
 
 
 # ------------------------------------------------------------------ logging
@@ -251,7 +266,8 @@ def retrieve(state, text, session_id="", platform=""):
     # takes a place, sets the floor or silences a visible match; the
     # optional LLM rerank sees only those too.
     results, _ = service.answer(text, {"keep": lambda r: visibility.visible(r, view),
-                                       "session_id": session_id or None, "quiet": True}, idx=idx)
+                                       "session_id": session_id or None, "quiet": True,
+                                       "semantic": state.get("semantic"), "_path": state["path"]}, idx=idx)
     return results
 
 

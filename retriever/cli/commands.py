@@ -133,6 +133,8 @@ def run_build(args):
     sys.stdout.write("built %s: %d skills from %d root(s), %d disabled, %d shadowed, "
                      "%d problem(s), %.2fs\n" % (path, header["n_docs"], len(scope["roots"]),
                                                   disabled, shadowed, len(problems), header["build_seconds"]))
+    from retriever import semantic
+    semantic.build_vectors(path, sys.stdout.write)
     return 0
 
 
@@ -168,7 +170,7 @@ def run_query(args):
             return 2
     text = " ".join(args.words) if args.words else read_stdin()
     results, path = service.answer(text, opts)
-    out = render.json_doc(text, results) if args.format == "json" else render.text_block(results)
+    out = render.json_doc(text, results, opts.get("tiers")) if args.format == "json" else render.text_block(results)
     write_out(out)
     service.maybe_revalidate(path)
     return 0

@@ -175,7 +175,7 @@ def main(argv=None):
         return 1
     from retriever import render
     if opts["format"] == "json":
-        out = render.json_doc(text, results)
+        out = render.json_doc(text, results, opts.get("tiers"))
     else:
         out = render.text_block(results)
     write_out(out)

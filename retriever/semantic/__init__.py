@@ -24,12 +24,12 @@ from retriever import locate
 
 BM25 = ("bm25",)
 FUSED = ("bm25", "semantic")
-_OFF = ("off", "0", "false", "no", "never")
 
 
 def turned_off():
     """True when SKILL_RETRIEVAL_SEMANTIC says off."""
-    return locate.env("SKILL_RETRIEVAL_SEMANTIC").strip().lower() in _OFF
+    from retriever import settings
+    return not settings.get("SKILL_RETRIEVAL_SEMANTIC")
 
 
 def _site_dirs():
@@ -67,6 +67,8 @@ def enabled():
 def encoder_text(text):
     """What the encoder reads of a message: its own words when pasted
     blocks (code, logs) surround them, the message itself otherwise."""
+    if "\n" not in text and len(text) <= 300:
+        return text
     from retriever.message import split
     prose, pasted = split(text)
     return (prose or pasted)[:2000]

@@ -17,8 +17,6 @@ import sys
 from retriever import locate
 
 MAGIC = b"SKR1"
-DEFAULT_TIMEOUT_MS = 30.0
-DEFAULT_IDLE = 1800.0
 _SPAWN_EVERY = 10.0  # seconds between start attempts while none answers
 
 
@@ -33,17 +31,14 @@ def runtime_dir():
 
 def socket_path():
     """The helper's socket (SKILL_RETRIEVAL_SEMANTIC_SOCKET overrides)."""
-    return locate.env("SKILL_RETRIEVAL_SEMANTIC_SOCKET") or runtime_dir() + "/semantic.sock"
+    from retriever import settings
+    return settings.get("SKILL_RETRIEVAL_SEMANTIC_SOCKET") or runtime_dir() + "/semantic.sock"
 
 
 def timeout_s():
     """How long a query waits for the helper (SKILL_RETRIEVAL_SEMANTIC_TIMEOUT, ms)."""
-    raw = locate.env("SKILL_RETRIEVAL_SEMANTIC_TIMEOUT").strip()
-    try:
-        v = float(raw) if raw else DEFAULT_TIMEOUT_MS
-    except ValueError:
-        v = DEFAULT_TIMEOUT_MS
-    return (v if 0 < v <= 60000 else DEFAULT_TIMEOUT_MS) / 1000.0
+    from retriever import settings
+    return settings.get("SKILL_RETRIEVAL_SEMANTIC_TIMEOUT") / 1000.0
 
 
 def index_key(header):

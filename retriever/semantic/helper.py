@@ -33,12 +33,8 @@ MAX_INDEXES = 8  # indexes kept in memory; the least recently used is dropped
 
 def idle_seconds():
     """SKILL_RETRIEVAL_SEMANTIC_IDLE (seconds, default 1800)."""
-    raw = locate.env("SKILL_RETRIEVAL_SEMANTIC_IDLE").strip()
-    try:
-        v = float(raw) if raw else client.DEFAULT_IDLE
-    except ValueError:
-        v = client.DEFAULT_IDLE
-    return v if v > 0 else client.DEFAULT_IDLE
+    from retriever import settings
+    return settings.get("SKILL_RETRIEVAL_SEMANTIC_IDLE")
 
 
 def lock_path(sock_path):
