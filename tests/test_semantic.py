@@ -300,18 +300,45 @@ def test_stale_socket_or_tier_off_gives_the_bm25_answer(tmp_path, tree):
     assert stale["tiers"] == ["bm25"] and stale["results"] == off["results"]
 
 
-def test_a_hook_answers_with_the_helper(tmp_path, tree, helpers):
-    env, _ = helpers[0](idle=30)
+def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, tree, helpers):
+    env = _helper_env(tmp_path, idle=5)
+    helpers[1](env)
     payload = json.dumps({"prompt": "¿Cómo encuentro el commit que introdujo el error?", "cwd": "/tmp"})
 
-    def hook():
-        out = run_cli(["hook", "claude-code", "--index", tree["index"]], env, input=payload)
-        assert out.returncode == 0
+    def hook(e=env):
+        out = run_cli(["hook", "claude-code", "--index", tree["index"]], e, input=payload)
+        assert out.returncode == 0 and out.stderr == ""
         return out.stdout
 
+    # BM25 alone has nothing for this Spanish prompt: the first hook call
+    # prints nothing and starts the helper, detached.
+    assert hook() == ""
+    assert _wait(lambda: _alive(_pid(env)))
+    pid = _pid(env)
+    # Once it is up, the hook injects the English skill through it.
     assert _wait(lambda: "git-bisect" in hook())
-    env_off = dict(env, SKILL_RETRIEVAL_SEMANTIC="off")
-    assert run_cli(["hook", "claude-code", "--index", tree["index"]], env_off, input=payload).stdout == ""
+    out = json.loads(hook())
+    assert "git-bisect" in out["hookSpecificOutput"]["additionalContext"]
+    assert hook(dict(env, SKILL_RETRIEVAL_SEMANTIC="off")) == ""
+    # No prompt for 5 s: the helper exits and removes its socket.
+    assert _wait(lambda: not _alive(pid), 120)
+    assert not os.path.exists(_sock(env))
+    log = (tmp_path / "xdg-cache" / "skill-retrieval" / "skill-retrieval.log").read_text()
+    assert "semantic helper: started" in log and "exiting (idle for 5s)" in log
+
+
+def test_the_hermes_plugin_fuses_in_process(tmp_path, tree, monkeypatch):
+    from hermes_plugin import runtime
+    monkeypatch.setenv("SKILL_RETRIEVAL_SEMANTIC", "on")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    state = runtime.new_state(roots=[tree["root"]], index_path=tree["index"], interval=None)
+    assert state["semantic"] is not None  # the model is loading in the background
+    idx = runtime.ensure_index(state)
+    assert state["semantic"].wait(state["path"], idx, timeout=300), state["semantic"].status
+    results = runtime.retrieve(state, "帮我把扫描的PDF文件里的文字提取出来")
+    assert results[0]["name"] == "pdf-text-extraction" and "cosine" in results[0]
+    monkeypatch.setenv("SKILL_RETRIEVAL_SEMANTIC", "off")
+    assert runtime.new_state(roots=[tree["root"]], index_path=tree["index"], interval=None)["semantic"] is None
 
 
 def test_the_client_imports_only_the_stdlib_client_never_numpy(tmp_path, tree, helpers):

@@ -200,6 +200,8 @@ def build_vectors(index_path, out=None):
         return None
     import time
     from retriever import store
+    from retriever.semantic import embed
+    embed.one_blas_thread()
     from retriever.semantic import vectors
     t0 = time.perf_counter()
     _, n = vectors.ensure(index_path, store.load(index_path))

@@ -117,9 +117,13 @@ def handle(indexes, lines):
     if op != "cos" or len(lines) < 5:
         return ["error", "bad request"]
     path, key, cands, text = lines[1], lines[2], lines[3], "\n".join(lines[4:])
+    from retriever.semantic import embed
     got = indexes.get(path, key)
     if got is None:
         return ["pending", "vectors of %s are loading" % path]
+    if not embed.loaded():
+        # The warm-up thread is still loading it: never block the accept loop.
+        return ["pending", "the model is loading"]
     idx, mat = got
     cand = [int(c) for c in cands.split() if c.isdigit()]
     scores = cosines(mat, text, cand)
@@ -299,10 +303,8 @@ def main(argv=None):
         st = ping(sock)
         sys.stdout.write("semantic helper: %s\n" % (", ".join(st[1:]) if st else "not running"))
         return 0
-    # One BLAS thread: a query is a few small products, and spinning BLAS
-    # threads on a busy machine only add tail latency (p90 15 -> 10 ms).
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(name, "1")
+    from retriever.semantic import embed
+    embed.one_blas_thread()
     from retriever import semantic
     if not semantic.installed():
         if not detached:
