@@ -93,11 +93,13 @@ def main(argv=None):
 
     # A cold build with vectors at 1,000 skills: no .vec, a fresh process
     # (the model is loaded inside the timed build).
-    sub = corpus.subset(cache, 1000, skills, log)
-    tmp = os.path.join(cache, "sem-build-1000.skr")
-    for p in (tmp, tmp + ".vec"):
-        if os.path.exists(p):
-            os.unlink(p)
+    import shutil
+    import tempfile
+    work = tempfile.mkdtemp(prefix="skill-sem-bench-")
+    sub = os.path.join(work, "skills")
+    # A private copy: the edit below must not touch the cached subset.
+    shutil.copytree(corpus.subset(cache, 1000, skills, log), sub)
+    tmp = os.path.join(work, "sem-build-1000.skr")
     log("cold build with vectors, 1,000 skills")
     r = measure.run_once([bench.BIN, "build", "-q", "--root", sub, "--index", tmp],
                          env=helper_env(env, run_dir))
@@ -105,18 +107,15 @@ def main(argv=None):
     report["build_1000"] = {"wall_s": r["wall"], "rss_mib": r["rss"] / 1024.0, "wall_off_s": b_off["wall"],
                             "out": r["out"].decode().strip()}
     # An edit re-embeds one skill.
-    edited = sorted(os.listdir(sub))[0]
-    md = os.path.join(sub, edited, "SKILL.md")
-    if os.path.exists(md):
+    md = next((os.path.join(d, "SKILL.md") for d, _, files in sorted(os.walk(sub)) if "SKILL.md" in files), None)
+    if md:
         with open(md, "a") as f:
             f.write("\nEdited for the benchmark.\n")
         r2 = measure.run_once([bench.BIN, "build", "-q", "--root", sub, "--index", tmp],
                               env=helper_env(env, run_dir))
         report["build_1000"]["rebuild_one_edit_s"] = r2["wall"]
         report["build_1000"]["rebuild_out"] = r2["out"].decode().strip()
-    for p in (tmp, tmp + ".vec", tmp + ".off", tmp + ".checked", tmp + ".off.checked"):
-        if os.path.exists(p):
-            os.unlink(p)
+    shutil.rmtree(work, ignore_errors=True)
 
     for size in [int(s) for s in args.sizes.split(",")]:
         roots, path, info = bench.prepare_size(size, cache, skills, off, key, False)
