@@ -163,10 +163,16 @@ def test_build_command_writes_vectors_unless_the_tier_is_off(tmp_path):
 # ------------------------------------------------------------------ the helper
 
 
+_RUN_DIRS = []
+
+
 def _helper_env(tmp_path, idle=None):
     env = base_env(tmp_path)
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700, exist_ok=True)
+    # A short runtime folder of its own: a Unix socket path holds 108 bytes,
+    # and a longer one would move to the user's shared /tmp fallback.
+    import tempfile
+    run = tempfile.mkdtemp(prefix="sr-", dir="/tmp")
+    _RUN_DIRS.append(run)
     env.update(SKILL_RETRIEVAL_SEMANTIC="on", XDG_RUNTIME_DIR=str(run),
                # Generous: these tests check behaviour, not speed.
                SKILL_RETRIEVAL_SEMANTIC_TIMEOUT="20000")
@@ -237,6 +243,9 @@ def helpers(tmp_path):
         if p.poll() is None:
             p.kill()
         p.wait(timeout=20)
+    import shutil
+    while _RUN_DIRS:
+        shutil.rmtree(_RUN_DIRS.pop(), ignore_errors=True)
 
 
 def _fused(env, index, text):
@@ -280,7 +289,7 @@ def test_first_query_starts_a_helper_and_answers_bm25(tmp_path, tree, helpers):
     assert _wait(lambda: not _alive(pid), 30)
 
 
-def test_stale_socket_or_tier_off_gives_the_bm25_answer(tmp_path, tree):
+def test_stale_socket_or_tier_off_gives_the_bm25_answer(tmp_path, tree, helpers):
     env = _helper_env(tmp_path)
     env["SKILL_RETRIEVAL_SEMANTIC"] = "off"
     off = _fused(env, tree["index"], "rotate kubernetes TLS certificates")

