@@ -79,7 +79,9 @@ def base_env(cache):
     os.makedirs(home, exist_ok=True)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SKILL_RETRIEVAL_", "HERMES_", "CLAUDE_")) and k != "PYTHONPATH"}
-    env.update(HOME=home, XDG_CACHE_HOME=os.path.join(cache, "xdg"), SKILL_RETRIEVAL_REVALIDATE="off")
+    # BM25 rows: the semantic tier (measured by bench/semantic.py) stays off.
+    env.update(HOME=home, XDG_CACHE_HOME=os.path.join(cache, "xdg"), SKILL_RETRIEVAL_REVALIDATE="off",
+               SKILL_RETRIEVAL_SEMANTIC="off")
     return env
 
 

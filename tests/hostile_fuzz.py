@@ -445,6 +445,9 @@ def main(argv=None):
             if k.startswith(("SKILL_RETRIEVAL_", "HERMES_")):
                 del os.environ[k]
         os.environ["SKILL_RETRIEVAL_REVALIDATE"] = "off"
+        # BM25 is what the answers are compared with (and the semantic tier
+        # would start a helper process).
+        os.environ["SKILL_RETRIEVAL_SEMANTIC"] = "off"
         os.mkdir(os.path.join(work, "s"))
         os.mkdir(os.path.join(work, "i"))
         results["skills"], n1 = fuzz_skills(args.skills, args.seed, os.path.join(work, "s"))

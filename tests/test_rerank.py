@@ -132,6 +132,7 @@ def clean_env(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
+    monkeypatch.setenv("SKILL_RETRIEVAL_SEMANTIC", "off")  # BM25 orders are what these tests compare
 
 
 def shortlist(n=6):

@@ -148,6 +148,19 @@ def test_vectors_are_reused_for_unchanged_skills_and_stale_ones_detected(tmp_pat
     assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]
 
 
+def test_vectors_never_replace_a_file_that_is_not_theirs(tmp_path):
+    from retriever import build, store
+    from retriever.semantic import vectors
+    root = make_tree(tmp_path / "skills")
+    index = str(tmp_path / "i.skr")
+    build.build(build.resolve([str(root)]), index)
+    precious = tmp_path / "i.skr.vec"
+    precious.write_text("not ours")
+    with pytest.raises(OSError):
+        vectors.ensure(index, store.load(index))
+    assert precious.read_text() == "not ours"
+
+
 def test_build_command_writes_vectors_unless_the_tier_is_off(tmp_path):
     root = make_tree(tmp_path / "skills")
     env = base_env(tmp_path)
