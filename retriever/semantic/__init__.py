@@ -216,8 +216,7 @@ def explain(idx, index_path, text, k, w):
     ranking (BM25 share, cosine) and why it injects or abstains.  Uses the
     warm helper when one runs, else loads the model here."""
     if not enabled():
-        w("semantic tier: %s\n" % state()["state"])
-        return
+        return  # explain reads as it did before the tier
     from retriever import query
     from retriever.semantic import fuse, inproc
     p = inproc.Provider()  # the model here, not the helper: explain is not timed
