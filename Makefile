@@ -40,12 +40,13 @@ NPM_STAMPS  := $(addsuffix /.installed,$(addprefix $(NPM_CLIS)/, \
   gemini-cli-$(GEMINI_CLI_VERSION) cline-$(CLINE_VERSION)))
 DEMO_INDEX  := $(CACHE)/demo-index.skr
 
-.PHONY: demo test test-fast bench eval install semantic e2e-env e2e-hermes-newest clean help
+.PHONY: demo test test-fast bench bench-build eval install semantic e2e-env e2e-hermes-newest clean help
 
 help:
 	@echo "make demo    set up .venv and run a query over examples/skills"
 	@echo "make test    run every test (installs Hermes and the npm CLIs into .cache on first use)"
-	@echo "make bench   cold-start benchmark against the interpreter floor"
+	@echo "make bench   cold-start benchmark against the interpreter floor, then the build table"
+	@echo "make bench-build  the build table alone (cold, one edit, ten added; 1k to 100k skills)"
 	@echo "make eval    retrieval quality on ../shared/eval/external"
 
 $(INSTALLED): pyproject.toml requirements.txt
@@ -112,6 +113,9 @@ test-fast: $(SEMANTIC)
 bench: $(SEMANTIC)
 	$(PY) bench/bench.py
 	$(PY) bench/semantic.py
+
+bench-build: $(INSTALLED)
+	$(PY) bench/build_table.py
 
 eval: $(SEMANTIC)
 	$(PY) eval/run_eval.py

@@ -357,6 +357,8 @@ def main(argv=None):
     ap.add_argument("--profile", action="store_true",
                     help="always print the import/cProfile breakdowns of query and build "
                          "(default: only for a missed budget)")
+    ap.add_argument("--no-build-table", action="store_true",
+                    help="skip the build table (cold, one edit, ten added at 1k/3,741/20k/100k; about 10 min)")
     ap.add_argument("--cache", default=os.path.join(REPO, ".cache", "bench"), help="cache folder")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in (args.sizes or ("300,3741" if args.quick else "300,3741,20000,100000")).split(",")]
@@ -460,8 +462,18 @@ def main(argv=None):
         log("size %d: cost of one background freshness check" % size)
         report["sizes_detail"][size]["background_check"] = background_check_cost(path, env, 1 if size > 3741 else 3)
 
+    if not args.no_build_table:
+        import build_table
+        # Its own trees and indexes: edits and additions never touch the
+        # indexes the query rows above used.
+        bsizes = [1000] + [s for s in sizes if s >= 3741]
+        log("build table at %s skills" % ", ".join(str(s) for s in bsizes))
+        report["build_table"] = build_table.run(bsizes, cache, env, 1 if args.quick else 3, skills)
     report["elapsed_s"] = time.time() - t_start
     text, failed_sizes = render(report)
+    if report.get("build_table"):
+        import build_table
+        text += "\n" + build_table.table(report["build_table"])
     if not b1000["median_wall_s"] < BUILD_1000_BUDGET_S or args.profile:
         import hotspots
         log("profiling a build of 1,000 skills")

@@ -4,7 +4,8 @@ The 3,741 real SKILL.md files in ../shared/corpora are the source.  Subsets
 (300, 1,000) are an even stride over the sorted skills, so every collection
 is represented; 20,000 and 100,000 are renamed copies (``copyNNN/...``, leaf
 folder and frontmatter name suffixed ``-cNNN``) so that every copy is a
-distinct skill rather than a shadowed duplicate.  Everything is written
+distinct skill rather than a shadowed duplicate, and perturbed (``perturb``)
+so that no two copies share their text.  Everything is written
 under the ignored cache folder, keyed by CORPUS_VERSION, and reused when a
 completed marker is present: this is benchmark data, never committed.
 """
@@ -13,7 +14,7 @@ import os
 import shutil
 import sys
 
-CORPUS_VERSION = "v1"
+CORPUS_VERSION = "v2"  # v2: copies are perturbed (see perturb)
 SHARED = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                        "..", "..", "shared", "corpora"))
 
@@ -89,6 +90,37 @@ def suffix_name(text, suffix):
     return text, False
 
 
+PERTURBATION = ("every copy's body loses a seeded ~1 in 12 of its non-blank lines and repeats one "
+                "seeded word of another line, so each of the copies has its own text, field lengths "
+                "and term counts (the vocabulary stays real)")
+
+
+def perturb(text, seed):
+    """``text`` with its body perturbed as PERTURBATION says (deterministic
+    in ``seed``); the frontmatter is left alone."""
+    import random
+    rnd = random.Random(seed)
+    lines = text.split("\n")
+    first = 0
+    while first < len(lines) and lines[first].strip("\ufeff\r ") == "":
+        first += 1
+    start = 0
+    if first < len(lines) and lines[first].strip("\ufeff\r ") == "---":
+        for i in range(first + 1, len(lines)):
+            if lines[i].rstrip("\r").rstrip() in ("---", "..."):
+                start = i + 1
+                break
+    body = [i for i in range(start, len(lines)) if lines[i].strip()]
+    drop = set(i for i in body if rnd.random() < 1 / 12.0)
+    keep = [i for i in body if i not in drop]
+    if keep:
+        i = rnd.choice(keep)
+        words = lines[i].split(" ")
+        j = rnd.randrange(len(words))
+        lines[i] = " ".join(words[:j + 1] + [words[j]] + words[j + 1:])
+    return "\n".join(l for i, l in enumerate(lines) if i not in drop)
+
+
 def _write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
@@ -120,9 +152,10 @@ def subset(cache, n, skills, log=print):
 
 
 def copies(cache, n, skills, log=print):
-    """A folder holding ``n`` skills made from renamed copies of ``skills``:
-    ``copyNNN/<rel_dir>-cNNN/SKILL.md`` with the frontmatter name suffixed
-    ``-cNNN``.  Reused when already complete.  Returns the folder."""
+    """A folder holding ``n`` skills made from renamed, perturbed copies of
+    ``skills``: ``copyNNN/<rel_dir>-cNNN/SKILL.md`` with the frontmatter name
+    suffixed ``-cNNN`` and the body perturbed.  Reused when already complete.
+    Returns the folder."""
     folder = os.path.join(cache, "corpus-%s" % CORPUS_VERSION, "copies-%d" % n)
     if _ready(folder):
         return folder
@@ -136,6 +169,7 @@ def copies(cache, n, skills, log=print):
             if count >= n:
                 break
             new, _ = suffix_name(text, suffix)
+            new = perturb(new, "%s%s" % (rel, suffix))
             _write(os.path.join(folder, "copy%03d" % c, rel + suffix, "SKILL.md"), new)
             count += 1
         c += 1
@@ -143,6 +177,20 @@ def copies(cache, n, skills, log=print):
             log("  %d / %d" % (count, n))
     _finish(folder, count)
     return folder
+
+
+def real_tree(cache, log=print):
+    """A writable copy of the 16 shared collections (the 3,741 files, as
+    they are), for timing rebuilds after edits.  Returns its roots."""
+    folder = os.path.join(cache, "corpus-%s" % CORPUS_VERSION, "real-all")
+    if not _ready(folder):
+        log("copying the shared corpora to %s" % folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        for root in collections():
+            shutil.copytree(root, os.path.join(folder, os.path.basename(root)), symlinks=True)
+        _finish(folder, len(collections()))
+    return [os.path.join(folder, d) for d in sorted(os.listdir(folder))
+            if os.path.isdir(os.path.join(folder, d))]
 
 
 def main(argv=None):

@@ -89,3 +89,32 @@ def analyze(text, opts):
             else:
                 table[t] = t
     return [term for term in map(table.__getitem__, toks) if term]
+
+
+def _table(level, stem):
+    """The token -> term table of one analyzer setting, filling itself:
+    a miss (a word not seen before) is analysed once and remembered."""
+    # Its own entry: analyze() on the query path keeps its plain dict.
+    table = _TERM_CACHE.get(("missing", level, stem))
+    if table is None:
+        stop = _STOP_LEVELS[level]
+
+        class _Terms(dict):
+            def __missing__(self, t):
+                term = "" if t in stop else (light_stem(t) if stem and not is_cjk_token(t) else t)
+                self[t] = term
+                return term
+
+        table = _TERM_CACHE[("missing", level, stem)] = _Terms()
+    return table
+
+
+def count_terms(text, opts):
+    """``(Counter of terms, number of terms)`` of ``text``: what
+    ``analyze`` returns, counted, without building the term list.  Build
+    path only: the lookups and the counting both run in C."""
+    from collections import Counter
+    table = _table(opts.get("stopwords") or 0, opts.get("stem") == "light")
+    counts = Counter(map(table.__getitem__, tokenize(text)))
+    counts.pop("", None)
+    return counts, sum(counts.values())

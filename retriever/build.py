@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from retriever import discover, hermes_config, index, locate, skills, store
+from retriever import discover, frontmatter, hermes_config, index, locate, reuse, skills, store
 
 
 def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=None, only_hermes=False):
@@ -73,28 +73,164 @@ def signature(scope, walked=None):
     return hashlib.blake2b(repr((roots, man)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
-def build(scope, index_path, profile="default", warn=None, memory=None, verbose=False):
+# Below this many files to parse, worker processes cost more than they save.
+PARALLEL_MIN = 400
+_PROFILE = {}  # the profile analyse_file works under (set before forking workers)
+
+
+def analyse_file(job):
+    """Read, parse and analyse one SKILL.md (``skills.scan`` job).
+
+    Returns the reuse-store entry ``(stamp, id, name, description, vis,
+    problems, malformed, path, lengths, groups)``; for a file the index
+    leaves out, ``(stamp, kind, problems)`` (kind as skills.read_skill
+    says), with a stamp of None when it cannot be read (nothing is stored
+    for it then).  The stamp is ``_stamp(job)``: what must be unchanged
+    for the entry to hold.
+    """
+    root, skill_dir, md, st = job
+    if isinstance(st, OSError):
+        return None, "unreadable", ("cannot read (%s)" % (st.strerror or st),)
+    kind, rec, problems, malformed = skills.read_skill(root, skill_dir, md)
+    if kind != "ok":
+        return (None if kind == "unreadable" else _stamp(job)), kind, tuple(problems)
+    lengths, groups = index.doc_terms(rec, _PROFILE["profile"])
+    # One string per group: a worker's result crosses a pipe (pickled).
+    return (_stamp(job), rec["id"], rec["name"], rec["description"], rec["vis"], tuple(problems), malformed,
+            rec["path"], lengths, [(v, "\n".join(ts)) for v, ts in groups])
+
+
+def _stamp(job):
+    # The file's (size, mtime_ns, inode), and its root with the root's
+    # rules: the id, the name and whether it is shown depend on them.
+    return job[3], repr(sorted(job[0].items()))
+
+
+def _analyse(jobs, todo):
+    """Yield ``(job number, analyse_file result)`` for the job numbers in
+    ``todo``, on every core when there are enough of them."""
+    import threading
+    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    # Forking a process that runs other threads (an agent loading the
+    # plugin) can copy a lock some thread holds: the workers would hang.
+    import multiprocessing
+    if (len(todo) < PARALLEL_MIN or ncpu < 2 or threading.active_count() > 1
+            or "fork" not in multiprocessing.get_all_start_methods()):
+        for i in todo:
+            yield i, analyse_file(jobs[i])
+        return
+    frontmatter.yaml_available()  # imported before the fork, not in each worker
+    # fork: the workers inherit the loaded modules and _PROFILE at no cost.
+    with multiprocessing.get_context("fork").Pool(min(ncpu, 4)) as pool:
+        for i, res in zip(todo, pool.imap(analyse_file, [jobs[i] for i in todo], chunksize=64)):
+            yield i, res
+
+
+def build(scope, index_path, profile="default", warn=None, memory=None, verbose=False, progress=None):
     """Collect, index and write.  Returns ``(header, problems)``.
 
     ``warn`` receives the problems (files and reasons), summarised by kind
-    unless ``verbose``; the build never stops on a bad skill.  Raises
-    store.UnsafeTarget, before any work, when ``index_path`` is not ours to
-    overwrite.  When ``memory`` is a dict and the file cannot be written (a
-    read-only cache), the index is kept in memory instead: ``memory["idx"]``
-    (loaded, as store.load returns it) and ``memory["error"]`` (why it was
-    not written).
+    unless ``verbose``; the build never stops on a bad skill.  Raises store.UnsafeTarget, before any
+    work, when ``index_path`` is not ours to overwrite.  When ``memory`` is
+    a dict and the file cannot be written (a read-only cache), the index
+    is kept in memory instead: ``memory["idx"]`` (loaded, as store.load
+    returns it) and ``memory["error"]`` (why it was not written).
+    ``progress(files_read, skills_indexed)``, when given, is called as the
+    build goes (see retriever.progress).  Unchanged files are taken from
+    the reuse store beside the index; ``header["reused"]`` (not written to
+    the file) says how many.
     """
+    import gc
     store.write_target(index_path)
     t0 = time.perf_counter()
-    skipped = []
-    walked = discover.walk_roots(scope["roots"], skipped)
+    # A build makes millions of small objects and no reference cycles worth
+    # chasing: the cyclic collector would rescan them all again and again
+    # (a third of the analysis time, measured).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        skipped = []
+        walked = discover.walk_roots(scope["roots"], skipped)
+        args = (scope, index_path, profile, warn, memory, verbose, progress, walked, skipped, t0)
+        try:
+            return _build(*args, use_store=True)
+        except _StoreDamaged as exc:
+            # Checked and keyed, yet unusable: never trust it, build from scratch.
+            locate.log("reuse store of %s unusable (%s); full build" % (index_path, exc))
+            return _build(*args, use_store=False)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _StoreDamaged(Exception):
+    """Reused entries did not fit together (see build)."""
+
+
+def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, skipped, t0, use_store):
     sig = signature(scope, walked)
-    recs, problems, counts = skills.collect(scope["roots"], scope["disabled"], walked)
-    problems = skipped + problems
-    recs.sort(key=lambda r: r["id"])  # skill numbers follow id order: ties break by id
     prof = index.PROFILES[profile]
-    built = index.build(recs, prof)
-    docs = [(r["id"], r["name"], r["path"], r["description"], r["vis"]) for r in recs]
+    _PROFILE["profile"] = prof
+    store_path = reuse.path_for(index_path)
+    store_key = reuse.key(prof)
+    vocab, old = reuse.load(store_path, store_key) if use_store else ([], {})
+
+    jobs = skills.scan(scope["roots"], walked)
+    results = [None] * len(jobs)
+    todo = []
+    root_keys = {}  # the stamp's root part, once per root
+    for i, job in enumerate(jobs):
+        e = old.get(job[2])
+        if e is None:
+            todo.append(i)
+            continue
+        rk = root_keys.get(job[0]["path"])
+        if rk is None:
+            rk = root_keys[job[0]["path"]] = _stamp(job)[1]
+        if e[0] == (job[3], rk):
+            results[i] = e
+        else:
+            todo.append(i)
+    del old
+    reused = len(jobs) - len(todo)
+    if progress is not None:
+        progress(reused, 0)
+    if todo:
+        ids = index.term_ids(vocab)
+        vecs = {}
+        vset = vecs.setdefault
+        for n, (i, e) in enumerate(_analyse(jobs, todo), 1):
+            if len(e) == 10:
+                lengths, groups = index.encode(e[8:10], ids)
+                # Share equal count tuples across skills (a few thousand
+                # distinct ones for millions of groups).
+                e = e[:8] + (lengths, [(vset(v, v), ts) for v, ts in groups])
+            results[i] = e
+            if progress is not None and not n & 63:
+                progress(reused + n, 0)
+        del ids, vecs
+
+    recs, problems, counts = skills.select(
+        scope["roots"], jobs,
+        [("ok", {"name": e[2], "id": e[1], "entry": e}, e[5], e[6]) if len(e) == 10
+         else (e[1], None, e[2], False) for e in results],
+        scope["disabled"])
+    problems = skipped + problems
+    keep = {job[2]: e for job, e in zip(jobs, results) if e[0] is not None}
+    del jobs, results
+    recs.sort(key=lambda r: r["id"])  # skill numbers follow id order: ties break by id
+    entries = [r["entry"] for r in recs]
+    del recs
+    nfiles = len(keep)
+    tick = None if progress is None else (lambda done: progress(nfiles, done))
+    try:
+        built = index.build_terms([(e[8], e[9]) for e in entries], vocab, prof, tick)
+    except (IndexError, TypeError, ValueError) as exc:
+        if not reused:
+            raise
+        raise _StoreDamaged("%s: %s" % (type(exc).__name__, exc))
+    docs = [(e[1], e[2], e[7], e[3], e[4]) for e in entries]
+    del entries
     header = {
         "params": {"profile": profile, "k1": prof["k1"], "fields": prof["fields"],
                    "analyzer": prof["analyzer"]},
@@ -123,6 +259,15 @@ def build(scope, index_path, profile="default", warn=None, memory=None, verbose=
         header, chunks = store.pack(built, docs, header)
         memory["idx"] = store.load_bytes(b"".join(chunks))
         memory["error"] = exc.strerror or str(exc)
+        header["reused"] = reused
+        return header, problems  # no store beside an index that is not there
+    del built, docs
+    # Terms of edited or deleted skills stay numbered in the store; drop
+    # them once they are most of it.
+    if len(vocab) > 2 * header["n_terms"] + 10000:
+        vocab, keep = reuse.compact(vocab, keep)
+    reuse.save(store_path, store_key, vocab, keep)
+    header["reused"] = reused
     return header, problems
 
 

@@ -57,41 +57,78 @@ def split_camel(word):
     return "".join(out)
 
 
+_CONTROL = []  # compiled on first use: build path only
+
+
 def body_outline(body):
     """``(headings, usage, negative, rest)`` of a Markdown body: its heading
     lines; the text of its "When to use"-style sections; the text of its
     "When NOT to use"-style sections; and the body without the latter.
     A section runs to the next heading of the same or a higher level."""
+    if not _CONTROL:
+        import re
+        # Lines that can change the state below: headings and code fences
+        # (also "#" lines inside fences, which are handled one by one too).
+        # A literal "\n" first lets the engine jump from line to line.
+        _CONTROL.append(re.compile(r"\n[^\S\n]*(?:```|~~~|#)"))
     headings, usage, negative, rest = [], [], [], []
-    kind = None  # "usage" or "negative" while inside such a section
-    level_in = 0
-    fence = False
-    for line in body.split("\n"):
-        s = line.strip()
-        if s.startswith(("```", "~~~")):
-            fence = not fence
-        elif not fence and s.startswith("#"):
-            level = len(s) - len(s.lstrip("#"))
-            title = s[level:].strip()
-            if title and level <= 6:
-                headings.append(title)
-                if kind and level <= level_in:
-                    kind = None
-                low = title.lower()
-                if not kind:
-                    if any(h in low for h in _NOT_SECTION):
-                        kind, level_in = "negative", level
-                        negative.append(title)
-                        continue
-                    if any(h in low for h in _USAGE_HINTS):
-                        kind, level_in = "usage", level
-        if kind == "negative":
-            negative.append(s)
-            continue
-        rest.append(line)
-        if kind == "usage" and s and not s.startswith("#"):
-            usage.append(s)
+    st = {"kind": None, "level": 0, "fence": False}  # kind: "usage" or "negative" inside such a section
+
+    def plain(lines):
+        # Lines that are neither headings nor fences, all in one state.
+        if st["kind"] == "negative":
+            negative.extend(map(str.strip, lines))
+            return
+        rest.extend(lines)
+        if st["kind"] == "usage":
+            usage.extend(filter(None, map(str.strip, lines)))
+
+    pos = 0
+    for m in _CONTROL[0].finditer("\n" + body):
+        start = m.start()  # in body: the line after the matched "\n"
+        if start > pos:
+            plain(body[pos:start - 1].split("\n"))
+        end = body.find("\n", start)
+        if end < 0:
+            end = len(body)
+        _control_line(body[start:end], st, headings, usage, negative, rest)
+        pos = end + 1
+    if pos <= len(body):
+        plain(body[pos:].split("\n"))
     return "\n".join(headings), "\n".join(usage), "\n".join(negative), "\n".join(rest)
+
+
+def _control_line(line, st, headings, usage, negative, rest):
+    """One heading or fence line of body_outline, which it hands over."""
+    s = line.strip()
+    if s.startswith(("```", "~~~")):
+        st["fence"] = not st["fence"]
+    elif not st["fence"] and s.startswith("#"):
+        level = len(s) - len(s.lstrip("#"))
+        title = s[level:].strip()
+        if title and level <= 6:
+            headings.append(title)
+            if st["kind"] and level <= st["level"]:
+                st["kind"] = None
+            low = title.lower()
+            if not st["kind"]:
+                if any(h in low for h in _NOT_SECTION):
+                    st["kind"], st["level"] = "negative", level
+                    negative.append(title)
+                    return
+                if any(h in low for h in _USAGE_HINTS):
+                    st["kind"], st["level"] = "usage", level
+    if st["kind"] == "negative":
+        negative.append(s)
+        return
+    rest.append(line)
+    if st["kind"] == "usage" and s and not s.startswith("#"):
+        usage.append(s)
+
+
+# Every field field_texts() can fill, in the order it fills them (the order
+# the index sums a term's per-field contributions in).
+FIELDS = ("seed", "name", "description", "triggers", "tags", "category", "headings", "usage", "body", "not")
 
 
 # What is analysed of one field (the largest real body is 290 KiB), so a

@@ -83,109 +83,153 @@ def manual_only(meta):
     return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "yes", "on"))
 
 
-def collect(roots, disabled=frozenset(), walked=None):
-    """Parse the skills below ``roots`` (in precedence order).
+def scan(roots, walked=None):
+    """Every SKILL.md below ``roots`` (in precedence order), each file once.
 
-    Returns ``(skills, problems, counts)``: ``skills`` is a list of dicts
-    (id, name, path, description, triggers, tags, category, body, vis,
-    source); ``problems`` a list of ``(file, reason)``; ``counts`` per root
-    path: found / indexed / disabled / hidden / shadowed / unreadable.
-    ``walked`` reuses a discover.walk_roots() result.
+    Returns a list of ``(root, skill_dir, md, stat)``; ``stat`` is
+    ``(size, mtime_ns, inode)``, taken before the file is read, or the
+    OSError that stat raised.  A file reached twice (through a symlink) is
+    listed the first time only; skills deeper than a root's ``max_depth``
+    are left out.  ``walked`` reuses a discover.walk_roots() result.
+    """
+    jobs = []
+    seen = set()
+    for root in roots:
+        max_depth = root.get("max_depth")
+        found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
+        for skill_dir, md in found:
+            if max_depth is not None and _depth(root["path"], skill_dir) > max_depth:
+                continue  # the runner never looks that deep
+            try:
+                st = os.stat(md)
+            except OSError as exc:
+                jobs.append((root, skill_dir, md, exc))
+                continue
+            # (device, inode) names the file whatever the path: the same
+            # dedupe as realpath() without its per-component lstat calls.
+            ident = (st.st_dev, st.st_ino)
+            if ident in seen:
+                continue
+            seen.add(ident)
+            jobs.append((root, skill_dir, md, (st.st_size, st.st_mtime_ns, st.st_ino)))
+    return jobs
+
+
+def read_skill(root, skill_dir, md):
+    """Read and parse one SKILL.md under ``root``'s rules.
+
+    Returns ``(kind, rec, problems, malformed)``.  ``kind`` is "ok" (``rec``
+    has the frontmatter fields, ``body``, ``id``, ``path``, ``category``,
+    ``vis`` and ``source``), "unreadable", "rejected" (the parser refused
+    it) or "hidden" (the runner does not load it; ``problems`` then holds
+    only the file's own, not the frontmatter's).
 
     A root's rules (runners/skillsets.py) decide the name and visibility:
     ``naming: "folder"`` names a skill by its folder, after the root's
     prefix (Claude Code's ``plugin:skill``), not by its frontmatter; and
     ``hide_manual`` leaves out ``disable-model-invocation`` skills, and
     ``require`` (frontmatter fields) those missing a field the runner
-    needs, both counted as hidden; ``max_depth`` skips skills nested deeper below the root
-    than the runner looks (1: only ``<root>/<skill>/SKILL.md``).
+    needs, both hidden.
     """
-    skills = []
+    try:
+        raw = read_capped(md)
+    except OSError as exc:
+        return "unreadable", None, ["cannot read (%s)" % (exc.strerror or exc)], False
+    except ValueError as exc:
+        return "unreadable", None, ["skipped: %s" % exc], False
     problems = []
-    counts = {}
+    if len(raw) > MAX_FILE:
+        raw = raw[:MAX_FILE]
+        problems.append("larger than %d MiB; read the first %d MiB" % (MAX_FILE >> 20, MAX_FILE >> 20))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+        problems.append("not valid UTF-8; undecodable bytes replaced")
+    folder = os.path.basename(skill_dir.rstrip(os.sep)) or "skill"
+    try:
+        rec, probs = frontmatter.parse_skill(text, folder)
+    except frontmatter.Rejected as exc:
+        return "rejected", None, problems + ["skipped: %s" % exc], True
+    if root.get("source") == "hermes-plugin":
+        # Hermes loads a plugin's skill only by its qualified name
+        # (skill_view("<plugin>:<skill>")), and skills.disabled
+        # does not apply to it.
+        rec["name"] = root["prefix"] + folder
+    if root.get("naming") == "folder":
+        rec["name"] = root.get("prefix", "") + folder
+        probs = [p for p in probs if not p.startswith("missing name")]
+        if not _has(rec["meta"], "description"):
+            # Claude Code describes such a skill by its body's first
+            # paragraph, a heading included ("# Title" -> "Title"),
+            # never by when_to_use (a field of its own).
+            rec["description"] = _lead(rec["body"]) or rec["description"]
+    if any(not _has(rec["meta"], f) for f in root.get("require") or ()):
+        return "hidden", None, problems, False  # the runner does not load it
+    if root.get("hide_manual") and manual_only(rec["meta"]):
+        return "hidden", None, problems, False
+    sid = discover.skill_id(root, skill_dir)
+    parts = sid.split(":", 1)[-1].split("/")
+    rec.update(
+        id=sid,
+        path=os.path.abspath(skill_dir),
+        category="/".join(parts[:-1]),
+        vis=_visibility(rec.pop("meta")),
+        source=root.get("source", "root"),
+    )
+    return "ok", rec, problems + probs, bool(probs)
+
+
+def select(roots, jobs, results, disabled=frozenset()):
+    """Apply the config rules to read skills, in precedence order.
+
+    ``results[i]`` is ``read_skill``'s ``(kind, rec, problems, malformed)``
+    for ``jobs[i]`` (an "ok" ``rec`` needs ``name`` and ``id``).  Returns
+    ``(recs, problems, counts)`` as ``collect`` does.
+    """
+    recs = []
+    problems = []
+    counts = {r["path"]: {"found": 0, "indexed": 0, "disabled": 0, "hidden": 0, "shadowed": 0,
+                          "unreadable": 0, "malformed": 0} for r in roots}
     by_name = {}
-    seen_files = set()
-    for root in roots:
-        c = counts.setdefault(root["path"], {"found": 0, "indexed": 0, "disabled": 0, "hidden": 0,
-                                             "shadowed": 0, "unreadable": 0, "malformed": 0})
-        by_folder = root.get("naming") == "folder"
-        max_depth = root.get("max_depth")
-        found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
-        for skill_dir, md in found:
-            if max_depth is not None and _depth(root["path"], skill_dir) > max_depth:
-                continue  # the runner never looks that deep
-            real = os.path.realpath(md)
-            if real in seen_files:
-                continue
-            seen_files.add(real)
-            c["found"] += 1
-            try:
-                raw = read_capped(md)
-            except OSError as exc:
-                problems.append((md, "cannot read (%s)" % (exc.strerror or exc)))
-                c["unreadable"] += 1
-                continue
-            except ValueError as exc:
-                problems.append((md, "skipped: %s" % exc))
-                c["unreadable"] += 1
-                continue
-            if len(raw) > MAX_FILE:
-                raw = raw[:MAX_FILE]
-                problems.append((md, "larger than %d MiB; read the first %d MiB" % (MAX_FILE >> 20, MAX_FILE >> 20)))
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", "replace")
-                problems.append((md, "not valid UTF-8; undecodable bytes replaced"))
-            folder = os.path.basename(skill_dir.rstrip(os.sep)) or "skill"
-            try:
-                rec, probs = frontmatter.parse_skill(text, folder)
-            except frontmatter.Rejected as exc:
-                problems.append((md, "skipped: %s" % exc))
-                c["malformed"] += 1
-                continue
-            plugin_skill = root.get("source") == "hermes-plugin"
-            if plugin_skill:
-                # Hermes loads a plugin's skill only by its qualified name
-                # (skill_view("<plugin>:<skill>")), and skills.disabled
-                # does not apply to it.
-                rec["name"] = root["prefix"] + folder
-            if by_folder:
-                rec["name"] = root.get("prefix", "") + folder
-                probs = [p for p in probs if not p.startswith("missing name")]
-                if not _has(rec["meta"], "description"):
-                    # Claude Code describes such a skill by its body's first
-                    # paragraph, a heading included ("# Title" -> "Title"),
-                    # never by when_to_use (a field of its own).
-                    rec["description"] = _lead(rec["body"]) or rec["description"]
-            if any(not _has(rec["meta"], f) for f in root.get("require") or ()):
-                c["hidden"] += 1  # the runner does not load it
-                continue
-            if root.get("hide_manual") and manual_only(rec["meta"]):
-                c["hidden"] += 1
-                continue
-            if probs:
-                c["malformed"] += 1
-            for p in probs:
-                problems.append((md, p))
-            if rec["name"] in disabled or (folder in disabled and not plugin_skill):
-                c["disabled"] += 1
-                continue
-            sid = discover.skill_id(root, skill_dir)
-            prev = by_name.get(rec["name"])
-            if prev is not None:
-                problems.append((md, "duplicate name %r; shadowed by %s" % (rec["name"], prev)))
-                c["shadowed"] += 1
-                continue
-            by_name[rec["name"]] = md
-            parts = sid.split(":", 1)[-1].split("/")
-            rec.update(
-                id=sid,
-                path=os.path.abspath(skill_dir),
-                category="/".join(parts[:-1]),
-                vis=_visibility(rec.pop("meta")),
-                source=root.get("source", "root"),
-            )
-            skills.append(rec)
-            c["indexed"] += 1
-    return skills, problems, counts
+    for (root, skill_dir, md, _), (kind, rec, probs, malformed) in zip(jobs, results):
+        c = counts[root["path"]]
+        c["found"] += 1
+        for p in probs:
+            problems.append((md, p))
+        if kind != "ok":
+            c["malformed" if kind == "rejected" else kind] += 1
+            continue
+        if malformed:
+            c["malformed"] += 1
+        folder = os.path.basename(skill_dir.rstrip(os.sep)) or "skill"
+        plugin_skill = root.get("source") == "hermes-plugin"
+        if rec["name"] in disabled or (folder in disabled and not plugin_skill):
+            c["disabled"] += 1
+            continue
+        prev = by_name.get(rec["name"])
+        if prev is not None:
+            problems.append((md, "duplicate name %r; shadowed by %s" % (rec["name"], prev)))
+            c["shadowed"] += 1
+            continue
+        by_name[rec["name"]] = md
+        recs.append(rec)
+        c["indexed"] += 1
+    return recs, problems, counts
+
+
+def collect(roots, disabled=frozenset(), walked=None):
+    """Parse the skills below ``roots`` (in precedence order).
+
+    Returns ``(skills, problems, counts)``: ``skills`` is a list of dicts
+    (id, name, path, description, triggers, tags, category, body, vis,
+    source); ``problems`` a list of ``(file, reason)``; ``counts`` per root
+    path: found / indexed / disabled / hidden / shadowed / unreadable /
+    malformed.  ``walked`` reuses a discover.walk_roots() result.  See
+    read_skill for the roots' rules.
+    """
+    jobs = scan(roots, walked)
+    results = [read_skill(root, d, md) if not isinstance(st, OSError)
+               else ("unreadable", None, ["cannot read (%s)" % (st.strerror or st)], False)
+               for root, d, md, st in jobs]
+    return select(roots, jobs, results, disabled)

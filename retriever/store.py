@@ -83,23 +83,13 @@ def pack(built, docs, header):
     for t in terms:
         blob += t.encode("utf-8")
         term_off.append(len(blob))
-    offs = [0]
-    docs_flat = []
-    weights_flat = []
-    for plist in built["postings"]:
-        if plist:
-            ds, ws = zip(*plist)
-            docs_flat.extend(ds)
-            weights_flat.extend(ws)
-        offs.append(len(docs_flat))
-    post_off = array("I", offs)
-    post_doc = array("I", docs_flat)
-    post_w = array("f", weights_flat)
+    post_off, post_doc, post_w = built["post_off"], built["post_doc"], built["post_w"]
+    offs = post_off
     doc_off = array("I", [0])
     doc_blob = bytearray()
     doc_crc = array("I")
     for d in docs:
-        rec = marshal.dumps(d)
+        rec = marshal.dumps(d, 2)  # 2: no back-references, so bytes do not depend on refcounts
         doc_crc.append(_crc(rec))
         doc_blob += rec
         doc_off.append(len(doc_blob))

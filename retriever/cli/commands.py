@@ -108,7 +108,7 @@ def make_parser(command=None):
 
 def run_build(args):
     """``skill-retrieve build``: index the roots and report problems."""
-    from retriever import build, locate, service
+    from retriever import build, locate, progress, service
     # Same default as the query path, so build prepares the index queries use.
     platform = args.platform or locate.env("HERMES_PLATFORM") or None
     scope = build.resolve(args.root or None, platform, warn=build.stderr_warn)
@@ -123,16 +123,24 @@ def run_build(args):
         sys.stderr.write("skill-retrieve: warning: no skill folders found%s\n"
                          % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, "
                             ".agents/skills; name yours with: skill-retrieve roots add DIR)"))
-    header, problems = build.build(scope, path, args.profile,
-                                   warn=None if args.quiet else build.stderr_warn, verbose=args.verbose)
+    prog = progress.reporter(quiet=args.quiet)
+    try:
+        header, problems = build.build(scope, path, args.profile,
+                                       warn=None if args.quiet else progress.warner(prog, build.stderr_warn),
+                                       verbose=args.verbose, progress=prog)
+    finally:
+        if prog is not None:
+            prog.done()
     service.touch_stamp(path)
     _hint_remember(args)
     counts = header["counts"]
     shadowed = sum(c["shadowed"] for c in counts.values())
     disabled = sum(c["disabled"] for c in counts.values())
     sys.stdout.write("built %s: %d skills from %d root(s), %d disabled, %d shadowed, "
-                     "%d problem(s), %.2fs\n" % (path, header["n_docs"], len(scope["roots"]),
-                                                  disabled, shadowed, len(problems), header["build_seconds"]))
+                     "%d problem(s), %.2fs%s\n" % (path, header["n_docs"], len(scope["roots"]),
+                                                    disabled, shadowed, len(problems), header["build_seconds"],
+                                                    ", %d files unchanged" % header["reused"]
+                                                    if header.get("reused") else ""))
     from retriever import semantic
     semantic.build_vectors(path, sys.stdout.write)
     return 0

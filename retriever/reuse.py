@@ -1,0 +1,115 @@
+"""The reuse store: per-file parse and analysis results kept beside the index.
+
+A rebuild reads again only the SKILL.md files whose path, size, mtime or
+inode changed (never judged by content alone), and takes everything else
+from here.  The file is ``<index>.reuse``::
+
+    b"SKRREUSE" | 16-byte blake2b of the rest | marshal((key, vocab, entries))
+
+``key`` names everything an entry depends on besides its file: the store
+format, the profile and the source of the modules that parse and analyse.
+``entries`` maps a SKILL.md path to the tuple ``build.analyse_file`` made,
+its terms numbered in ``vocab`` (``index.encode``).
+
+Any doubt means a full build, never a wrong index: a missing, truncated or
+altered file, a checksum or key mismatch, or anything that does not
+unmarshal to the expected shape loads as an empty store.  Writes go to a
+temp file and are renamed over the old one, so two builders running at once
+each leave a whole store (either one is valid: entries are checked against
+the files, not against an index).
+"""
+
+import hashlib
+import marshal
+import os
+import sys
+from array import array
+
+MAGIC = b"SKRREUSE"
+VERSION = 1
+# The modules whose code decides what an entry holds.
+_SOURCES = ("analyze.py", "build.py", "discover.py", "fields.py", "frontmatter.py", "index.py", "reuse.py",
+            "skills.py", "tokenize.py")
+
+
+def path_for(index_path):
+    """Where the reuse store of ``index_path`` lives."""
+    return index_path + ".reuse"
+
+
+def key(profile):
+    """The store key for ``profile``: entries made under another key (other
+    code, other analyzer or fields) are never reused."""
+    h = hashlib.blake2b(repr((VERSION, marshal.version, sys.byteorder, array("I").itemsize, sorted(profile["analyzer"].items()),
+                              sorted(profile["fields"].items()), profile["k1"])).encode(), digest_size=16)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in _SOURCES:
+        try:
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+        except OSError:
+            h.update(name.encode() + b"\0missing")
+    return h.hexdigest()
+
+
+def load(path, want_key):
+    """``(vocab, entries)`` stored at ``path`` under ``want_key``, or
+    ``([], {})`` when the file is missing, damaged or made under another key."""
+    empty = [], {}
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return empty
+    if len(data) < 24 or data[:8] != MAGIC:
+        return empty
+    body = memoryview(data)[24:]
+    if hashlib.blake2b(body, digest_size=16).digest() != data[8:24]:
+        return empty
+    try:
+        got = marshal.loads(body)
+    except (EOFError, ValueError, TypeError):
+        return empty
+    if (not isinstance(got, tuple) or len(got) != 3 or got[0] != want_key
+            or not isinstance(got[1], list) or not isinstance(got[2], dict)):
+        return empty
+    return got[1], got[2]
+
+
+def save(path, store_key, vocab, entries):
+    """Write ``entries`` atomically (temp file, fsync, rename).  Returns
+    False, leaving any old store in place, when the write fails: the index
+    is already written, and a missing store only costs a full build."""
+    body = marshal.dumps((store_key, vocab, entries))
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(MAGIC)
+            f.write(hashlib.blake2b(body, digest_size=16).digest())
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+
+
+def compact(vocab, entries):
+    """``(vocab, entries)`` renumbered to the terms ``entries`` use."""
+    used = set()
+    for e in entries.values():
+        for _, terms in e[9] if len(e) == 10 else ():
+            used.update(array("I", terms))
+    keep = sorted(used)
+    new = dict(zip(keep, range(len(keep))))
+    get = new.__getitem__
+    out = {}
+    for path, e in entries.items():
+        out[path] = (e[:9] + ([(v, array("I", map(get, array("I", terms))).tobytes()) for v, terms in e[9]],)
+                     if len(e) == 10 else e)
+    return [vocab[i] for i in keep], out

@@ -1,0 +1,271 @@
+"""Incremental builds (issue 14): a rebuild reuses the parse and analysis of
+unchanged files from the reuse store beside the index, and must write
+exactly the index a cold build of the same tree writes.
+
+"Exactly" is byte for byte, except the two header fields that record when
+and how fast a build ran.
+"""
+
+import marshal
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from retriever import reuse, store
+from skillret_helpers import BIN, REPO, assert_clean, make_skill, run_cli
+
+VOLATILE = ("built_at", "build_seconds")
+
+
+def index_bytes(path):
+    """The index file with its volatile header fields blanked: header dict
+    and every byte after the header."""
+    data = path.read_bytes()
+    hlen = int.from_bytes(data[8:12], "little")
+    start = store._PREAMBLE  # magic, header length, header CRC (which covers the volatile fields)
+    header = marshal.loads(data[start:start + hlen])
+    for k in VOLATILE:
+        header.pop(k)
+    return header, data[start + hlen:]
+
+
+def library(root, n=12):
+    """A small but varied library: several fields, repeated and rare words,
+    a CJK skill, a broken one and a shadowed duplicate."""
+    for i in range(n):
+        make_skill(root, "cat%d/skill-%02d" % (i % 3, i),
+                   {"name": "skill-%02d" % i,
+                    "description": "Handles topic %d and files of kind %d; not for topic %d." % (i, i % 4, i + 1),
+                    "tags": ["t%d" % (i % 5), "shared"], "triggers": ["when topic %d appears" % i]},
+                   body="# Skill %d\n\n## When to use\n- asked about topic %d\n\nBody words %s.\n"
+                        % (i, i, " ".join("w%d" % (j % 7) for j in range(i + 3))))
+    make_skill(root, "cjk/translate", {"name": "translate", "description": "翻译文档 into English"})
+    make_skill(root, "broken/bad-yaml", "name: bad-yaml\ndescription: has: an unquoted colon: here")
+    make_skill(root, "dupes/skill-00", {"name": "skill-00", "description": "a duplicate, shadowed"})
+
+
+def build(root, index, env, *extra):
+    proc = run_cli(["build", "--root", root, "--index", index] + list(extra), env)
+    assert_clean(proc)
+    return proc
+
+
+def cold_equals(root, index, env, tmp_path):
+    """Build the same tree cold into a fresh folder and compare."""
+    cold = tmp_path / ("cold-%d" % len(os.listdir(tmp_path))) / "index.skr"
+    cold.parent.mkdir()
+    build(root, cold, env)
+    assert index_bytes(index) == index_bytes(cold)
+
+
+def test_incremental_build_is_byte_identical_to_a_cold_build(tmp_path, cli_env):
+    root = tmp_path / "skills"
+    library(root)
+    index = tmp_path / "idx" / "index.skr"
+    build(root, index, cli_env)
+    assert reuse.path_for(str(index)) and os.path.exists(reuse.path_for(str(index)))
+
+    # Nothing changed: everything reused, same index.
+    proc = build(root, index, cli_env)
+    assert "15 files unchanged" in proc.stdout
+    cold_equals(root, index, cli_env, tmp_path)
+
+    # An edit (same size would do too: mtime and inode are in the key).
+    make_skill(root, "cat1/skill-04", {"name": "skill-04", "description": "Now about kubernetes certificates"},
+               body="Rotate TLS certificates.\n")
+    # Ten additions, with words no other skill has.
+    for i in range(10):
+        make_skill(root, "new/added-%d" % i, {"name": "added-%d" % i, "description": "fresh zebra%d words" % i})
+    # A deletion, and a rename (same file, new folder: a new id).
+    shutil.rmtree(root / "cat2" / "skill-05")
+    os.rename(root / "cat0" / "skill-03", root / "cat0" / "skill-03-renamed")
+    proc = build(root, index, cli_env)
+    assert "files unchanged" in proc.stdout
+    cold_equals(root, index, cli_env, tmp_path)
+
+    # Renaming a root's parent changes every id under it: nothing reused
+    # wrongly (the entries record the root they were made under).
+    moved = tmp_path / "moved"
+    os.rename(root, moved)
+    build(moved, index, cli_env)
+    cold_equals(moved, index, cli_env, tmp_path)
+
+
+def test_store_drops_terms_no_skill_uses_and_stays_exact(tmp_path, cli_env):
+    root = tmp_path / "skills"
+    library(root)
+    index = tmp_path / "idx" / "index.skr"
+    # A skill with 12,000 words of its own, then deleted: its terms stay
+    # numbered in the store until they are most of it, then are dropped.
+    make_skill(root, "big/wordy", {"name": "wordy", "description": "many words"},
+               body=" ".join("uniqueword%05d" % i for i in range(12000)))
+    build(root, index, cli_env)
+    shutil.rmtree(root / "big")
+    build(root, index, cli_env)
+    vocab, entries = reuse.load(reuse.path_for(str(index)), _store_key(index))
+    assert entries and len(vocab) < 1000
+    make_skill(root, "cat1/skill-01", {"name": "skill-01", "description": "edited after the compaction"})
+    proc = build(root, index, cli_env)
+    assert "14 files unchanged" in proc.stdout
+    cold_equals(root, index, cli_env, tmp_path)
+
+
+def _store_key(index):
+    from retriever import index as index_mod
+    return reuse.key(index_mod.PROFILES["default"])
+
+
+def test_answers_follow_the_edit(tmp_path, cli_env):
+    root = tmp_path / "skills"
+    library(root)
+    index = tmp_path / "index.skr"
+    build(root, index, cli_env)
+    make_skill(root, "cat2/skill-02", {"name": "skill-02", "description": "Extract text from scanned pdf files"})
+    build(root, index, cli_env)
+    proc = run_cli(["--root", root, "--index", index, "--format", "json", "extract text from a scanned pdf"],
+                   cli_env)
+    assert_clean(proc)
+    assert '"id": "cat2/skill-02"' in proc.stdout
+
+
+def _damage(kind, path):
+    data = path.read_bytes()
+    if kind == "truncated":
+        path.write_bytes(data[:len(data) // 2])
+    elif kind == "flipped":
+        mid = len(data) // 2
+        path.write_bytes(data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1:])
+    elif kind == "garbage":
+        path.write_bytes(b"not a store at all")
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "other-key":
+        # Whole and checksummed, but made under another key (older code).
+        import hashlib
+        body = marshal.dumps(("another key", [], {}))
+        path.write_bytes(reuse.MAGIC + hashlib.blake2b(body, digest_size=16).digest() + body)
+    elif kind == "wrong-shape":
+        # Checksummed and keyed, but the entries do not fit the vocabulary:
+        # term numbers beyond it.
+        import hashlib
+        got = marshal.loads(memoryview(data)[24:])
+        key, vocab, entries = got
+        entries = {p: e[:9] + ([(v, b"\xff\xff\xff\x7f" * 3) for v, _ in e[9]],) if len(e) == 10 else e
+                   for p, e in entries.items()}
+        body = marshal.dumps((key, vocab[:1], entries))
+        path.write_bytes(reuse.MAGIC + hashlib.blake2b(body, digest_size=16).digest() + body)
+
+
+@pytest.mark.parametrize("kind", ["truncated", "flipped", "garbage", "empty", "other-key", "wrong-shape"])
+def test_a_damaged_reuse_store_means_a_correct_full_build(tmp_path, cli_env, kind):
+    root = tmp_path / "skills"
+    library(root)
+    index = tmp_path / "idx" / "index.skr"
+    build(root, index, cli_env)
+    make_skill(root, "cat1/skill-07", {"name": "skill-07", "description": "edited after the first build"})
+    store_file = tmp_path / "idx" / "index.skr.reuse"
+    _damage(kind, store_file)
+    proc = build(root, index, cli_env)
+    assert "files unchanged" not in proc.stdout  # nothing was taken from it
+    cold_equals(root, index, cli_env, tmp_path)
+    # ... and the store written by that build is whole again.
+    again = build(root, index, cli_env)
+    assert "15 files unchanged" in again.stdout
+
+
+def test_two_concurrent_builders_leave_a_valid_index_and_store(tmp_path, cli_env):
+    root = tmp_path / "skills"
+    library(root, n=30)
+    index = tmp_path / "idx" / "index.skr"
+    build(root, index, cli_env)
+    make_skill(root, "cat0/skill-00", {"name": "skill-00", "description": "changed before the race"})
+    procs = []
+
+    def run():
+        procs.append(run_cli(["build", "--root", root, "--index", index], cli_env))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for p in procs:
+        assert_clean(p)
+    assert [f for f in os.listdir(index.parent) if ".tmp" in f] == []
+    store.load(str(index))  # whole
+    cold_equals(root, index, cli_env, tmp_path)
+    # The store either builder left is whole and current: all reused.
+    proc = build(root, index, cli_env)
+    assert "33 files unchanged" in proc.stdout
+    cold_equals(root, index, cli_env, tmp_path)
+
+
+def test_a_store_under_another_profile_is_not_reused(tmp_path, cli_env):
+    root = tmp_path / "skills"
+    library(root)
+    index = tmp_path / "index.skr"
+    build(root, index, cli_env)
+    proc = build(root, index, cli_env, "--profile", "seed")
+    assert "files unchanged" not in proc.stdout
+
+
+# -- progress ------------------------------------------------------------------
+
+_PROGRESS_RUN = ("import sys; sys.path.insert(0, %r)\n"
+                 "from retriever import progress\nfrom retriever.cli import commands\n"
+                 "progress.AFTER_SECONDS = 0.0  # the tiny library builds in well under a second\n"
+                 "sys.exit(commands.main(sys.argv[1:]))\n" % str(REPO))
+
+
+def _build_with_stderr(args, env, stderr_tty):
+    """Run a build with stderr on a pseudo-terminal or a pipe; returns
+    (exit code, stderr text)."""
+    import pty
+    argv = [sys.executable, "-c", _PROGRESS_RUN] + [str(a) for a in args]
+    if not stderr_tty:
+        p = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        return p.returncode, p.stderr.decode("utf-8", "replace")
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not data:
+                break
+            chunks.append(data)
+        p.stdout.read()
+        p.stdout.close()
+        code = p.wait(timeout=60)
+    finally:
+        os.close(master)
+    return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_on_a_terminal_and_silence_otherwise(tmp_path, cli_env):
+    root = tmp_path / "skills"
+    library(root)
+    index = tmp_path / "index.skr"
+    args = ["build", "--root", root, "--index", index]
+    code, err = _build_with_stderr(args, cli_env, stderr_tty=True)
+    assert code == 0, err
+    assert "building index:" in err and "15 files read" in err and "14 skills indexed" in err, err
+    assert err.endswith("\n")  # the line is ended, not left for the next output to overwrite
+
+    code, err = _build_with_stderr(args, cli_env, stderr_tty=False)
+    assert code == 0
+    assert "building index" not in err
+
+    code, err = _build_with_stderr(args + ["-q"], cli_env, stderr_tty=True)
+    assert code == 0
+    assert "building index" not in err
+
