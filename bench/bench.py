@@ -72,19 +72,6 @@ def log(msg):
     sys.stderr.flush()
 
 
-def base_env(cache):
-    """A clean environment: nothing read from or written to the real home,
-    background revalidation off unless a row turns it on."""
-    home = os.path.join(cache, "home")
-    os.makedirs(home, exist_ok=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SKILL_RETRIEVAL_", "HERMES_", "CLAUDE_")) and k != "PYTHONPATH"}
-    # BM25 rows: the semantic tier (measured by bench/semantic.py) stays off.
-    env.update(HOME=home, XDG_CACHE_HOME=os.path.join(cache, "xdg"), SKILL_RETRIEVAL_REVALIDATE="off",
-               SKILL_RETRIEVAL_SEMANTIC="off")
-    return env
-
-
 def source_key():
     """Hash of the build code and corpus version (cache key for big indexes)."""
     h = hashlib.blake2b(corpus.CORPUS_VERSION.encode(), digest_size=6)
@@ -282,28 +269,6 @@ def summarise(stats, shipped_top1, floor_name="floor"):
     return rows
 
 
-def wait_for_background(index_path, limit=60.0):
-    """Wait until no detached revalidation child of ``index_path`` is left,
-    so it does not steal CPU from the next group (reads /proc; kills nothing)."""
-    t0 = time.time()
-    needle = index_path.encode()
-    while time.time() - t0 < limit:
-        busy = False
-        for pid in os.listdir("/proc"):
-            if pid.isdigit() and int(pid) != os.getpid():
-                try:
-                    with open("/proc/%s/cmdline" % pid, "rb") as f:
-                        if needle in f.read():
-                            busy = True
-                            break
-                except OSError:
-                    pass
-        if not busy:
-            return time.time() - t0
-        time.sleep(0.1)
-    return time.time() - t0
-
-
 def background_check_cost(index_path, env, runs=3):
     """Wall and CPU of one freshness check (what the detached child does
     when nothing changed): ``retriever.build.revalidate`` in a process."""
@@ -365,7 +330,7 @@ def main(argv=None):
     runs = args.runs or (7 if args.quick else 21)
     cache = os.path.abspath(args.cache)
     os.makedirs(cache, exist_ok=True)
-    env = base_env(cache)
+    env = measure.base_env(cache)
     t_start = time.time()
     key = source_key()
     report = {"python": PY, "version": sys.version.split()[0], "runs": runs, "sizes": sizes,
@@ -437,16 +402,16 @@ def main(argv=None):
              "make": lambda q, path=path: ([BIN, "--index", path, q], None, every)},
         ]
         stats = measure.interleave(vs[:3], runs, QUERIES, log, row_budget=args.row_budget)
-        waited = wait_for_background(path)
+        waited = measure.wait_for_background(path)
         # Every query forking a check is what the default does when prompts
         # come more than 2 s apart, the usual pace; here they come ms apart,
         # so each run first waits for the previous check to finish (untimed),
         # as the user's next prompt would.
-        settle = {"pre": lambda path=path: wait_for_background(path)}
+        settle = {"pre": lambda path=path: measure.wait_for_background(path)}
         vs2 = [dict(vs[0], name="floor2", **settle), dict(vs[3], **settle)]
         stats.update(measure.interleave(vs2, runs, QUERIES, log, row_budget=args.row_budget))
         measure.fix_rss(vs[:3] + vs2, stats, QUERIES, log=log)
-        waited += wait_for_background(path)
+        waited += measure.wait_for_background(path)
         shipped_top1 = report["sizes_detail"][size]["agreement"]["shipped_top1"]
         rows = summarise({k: stats[k] for k in ("floor", "off", "default")}, shipped_top1)
         rows.update({k: v for k, v in summarise({"floor": stats["floor2"], "every": stats["every"]},

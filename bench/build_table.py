@@ -156,7 +156,6 @@ def freshness(row, env, rounds=3):
     """Seconds from an edit to the first query that returns the edited
     skill, with the product's default background revalidation: queries come
     every 0.2 s, the first one after the edit starts the rebuild."""
-    import bench
     from retriever import store
     index, roots = row["index"], row["roots"]
     on = {k: v for k, v in env.items() if k != "SKILL_RETRIEVAL_REVALIDATE"}
@@ -184,7 +183,7 @@ def freshness(row, env, rounds=3):
                 time.sleep(0.2)
         finally:
             restore(md, orig)
-        bench.wait_for_background(index, 300.0)
+        measure.wait_for_background(index, 300.0)
         measure.run_once(build_argv(roots, index), env=env)  # back in step
         out.append(seen)
         log("  %d: edit visible to queries after %s s" % (row["size"], "%.2f" % seen if seen else "> 300"))
@@ -256,7 +255,6 @@ def table(report):
 
 
 def main(argv=None):
-    import bench
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000,3741,20000,100000")
     ap.add_argument("--runs", type=int, default=3)
@@ -265,7 +263,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     cache = os.path.abspath(args.cache)
     os.makedirs(cache, exist_ok=True)
-    env = bench.base_env(cache)
+    env = measure.base_env(cache)
     report = run([int(s) for s in args.sizes.split(",")], cache, env, args.runs, fresh=not args.no_freshness)
     with open(os.path.join(cache, "build-table.json"), "w") as f:
         json.dump(report, f, indent=1)

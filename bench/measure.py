@@ -143,3 +143,38 @@ def fix_rss(variants, stats, queries, n=3, log=None):
     if log:
         log("    peak RSS re-measured via /usr/bin/time where needed (this process: %.0f MiB)" % (parent / 1024.0))
     return parent
+
+
+def base_env(cache):
+    """A clean environment: nothing read from or written to the real home,
+    background revalidation off unless a row turns it on."""
+    home = os.path.join(cache, "home")
+    os.makedirs(home, exist_ok=True)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SKILL_RETRIEVAL_", "HERMES_", "CLAUDE_")) and k != "PYTHONPATH"}
+    # BM25 rows: the semantic tier (measured by bench/semantic.py) stays off.
+    env.update(HOME=home, XDG_CACHE_HOME=os.path.join(cache, "xdg"), SKILL_RETRIEVAL_REVALIDATE="off",
+               SKILL_RETRIEVAL_SEMANTIC="off")
+    return env
+
+
+def wait_for_background(index_path, limit=60.0):
+    """Wait until no detached revalidation child of ``index_path`` is left,
+    so it does not steal CPU from the next group (reads /proc; kills nothing)."""
+    t0 = time.time()
+    needle = index_path.encode()
+    while time.time() - t0 < limit:
+        busy = False
+        for pid in os.listdir("/proc"):
+            if pid.isdigit() and int(pid) != os.getpid():
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as f:
+                        if needle in f.read():
+                            busy = True
+                            break
+                except OSError:
+                    pass
+        if not busy:
+            return time.time() - t0
+        time.sleep(0.1)
+    return time.time() - t0

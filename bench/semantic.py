@@ -83,7 +83,7 @@ def main(argv=None):
         return 0
     cache = os.path.abspath(args.cache)
     os.makedirs(cache, exist_ok=True)
-    env = bench.base_env(cache)
+    env = measure.base_env(cache)
     off = dict(env, SKILL_RETRIEVAL_SEMANTIC="off")
     run_dir = os.path.join(cache, "run")
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
