@@ -77,25 +77,16 @@ def load(path, want_key):
 
 
 def save(path, store_key, vocab, entries):
-    """Write ``entries`` atomically (temp file, fsync, rename).  Returns
-    False, leaving any old store in place, when the write fails: the index
-    is already written, and a missing store only costs a full build."""
+    """Write ``entries`` atomically (``store.write_atomically``: temp file,
+    fsync, rename, never through a planted link).  Returns False, leaving
+    any old store in place, when the write fails: the index is already
+    written, and a missing store only costs a full build."""
+    from retriever import store
     body = marshal.dumps((store_key, vocab, entries))
-    tmp = "%s.tmp.%d" % (path, os.getpid())
     try:
-        with open(tmp, "wb") as f:
-            f.write(MAGIC)
-            f.write(hashlib.blake2b(body, digest_size=16).digest())
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        store.write_atomically(path, (MAGIC, hashlib.blake2b(body, digest_size=16).digest(), body))
         return True
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return False
 
 

@@ -287,6 +287,8 @@ def answer(text, req, idx=None):
     # absent: the warm helper).  req["tiers"] says which answered.
     provider = req.get("semantic", "client")
     try:
+        # A caller with its own idx (the plugin) names its file in _path,
+        # so the semantic tier can find that index's vectors.
         results = rank(idx, path or req.get("_path"), text, top_k, req, keep, provider)
     except (IndexError, ValueError, EOFError, TypeError) as exc:
         if path is None or req.get("wait") is not None:

@@ -52,9 +52,10 @@ def _add_scope(p):
 
 def _add_query_args(p):
     _add_scope(p)
+    from retriever.runners.registry import NAMES
     p.add_argument("--runner", metavar="RUNNER",
-                   help="rank the skill set this runner's hook ranks from here (claude-code, codex, gemini, "
-                        "cline, hermes, opencode): its folders and its names")
+                   help="rank the skill set this runner's hook ranks from here (%s): its folders and "
+                        "its names" % ", ".join(NAMES))
     p.add_argument("-k", type=k_type, metavar="N",
                    help="most skills printed (default $SKILL_RETRIEVAL_INJECT_K or 6); fewer come back "
                         "when fewer match well")

@@ -98,14 +98,8 @@ def search(idx, index_path, text, k, provider, min_score=None, min_ratio=None, k
         out = fused_search(idx, text, k, session, min_score, min_ratio, keep)
         if out is not None:
             return out, FUSED
-    return _bm25(idx, text, k, min_score, min_ratio, keep), BM25
-
-
-def _bm25(idx, text, k, min_score, min_ratio, keep):
     from retriever import query
-    if keep is None:
-        return query.search(idx, text, k, min_score, min_ratio)
-    return query.search(idx, text, k, min_score, min_ratio, keep=keep)
+    return query.search(idx, text, k, min_score, min_ratio, keep=keep), BM25
 
 
 def fused_search(idx, text, k, session, min_score, min_ratio, keep=None, explain=None):
