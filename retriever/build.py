@@ -268,6 +268,12 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
         vocab, keep = reuse.compact(vocab, keep)
     reuse.save(store_path, store_key, vocab, keep)
     header["reused"] = reused
+    try:
+        # Read back and remembered as checked: queries of this file then
+        # skip their checksums (store.verify says why that is safe).
+        store.verify(index_path, remember=True)
+    except store.IndexError_ as exc:
+        locate.log("index %s changed while it was written (%s); queries will check it" % (index_path, exc))
     return header, problems
 
 
@@ -322,7 +328,7 @@ def revalidate(index_path, profile=None, warn=None):
     header, f = store.read_header(index_path)
     f.close()
     try:
-        store.verify(index_path)
+        store.verify(index_path, remember=True)
     except store.IndexError_ as exc:
         build(scope_of(header), index_path, profile or header["params"]["profile"])
         return "damaged: %s" % exc

@@ -1,4 +1,5 @@
-"""Where the index lives, computed without importing ``os``.
+"""Where things live (the index, its stamp, the log, the venv's
+site-packages), computed without importing ``os``.
 
 The default index sits in the per-user cache, keyed by the roots it covers
 (and the Hermes platform, which changes the disabled set), so different
@@ -127,6 +128,23 @@ def _fnv64(s):
     for b in s.encode("utf-8", "surrogateescape"):
         h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return "%016x" % h
+
+
+def stamp_path(index_path):
+    """The file whose mtime records the last freshness check of an index."""
+    return index_path + ".checked"
+
+
+def enable_site():
+    """Make the venv's site-packages (PyYAML) importable: under -S they
+    are not, and the build path needs them while the query path does not."""
+    import sys
+    if sys.flags.no_site and "site" not in sys.modules:
+        try:
+            import site
+            site.main()
+        except Exception:
+            pass
 
 
 def log_path():

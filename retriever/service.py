@@ -27,12 +27,12 @@ A request is a plain dict; every key is optional:
   session_id   for the rerank's A/B log
 
 Work that outlives the answer (a first build under a hook's deadline, the
-freshness check) runs in a detached child in its own session with stdio on
-/dev/null: a runner kills a hook that overruns and never waits for our
-children, so the child survives the kill and the runner sees EOF at once.
+freshness check) runs in a detached child: ``background`` holds that, and
+is imported only when such work is due.
 
 Hot path: built-in modules, ``locate``, ``settings``, ``store`` and the
-query path; the build path is imported only when a build is needed.
+query path; the build path is imported only when a build is needed, the
+semantic tier's package only when the tier is not turned off.
 """
 
 import posix
@@ -62,17 +62,6 @@ def index_path(req):
 def platform_of(req):
     """The request's Hermes platform, else $HERMES_PLATFORM, else None."""
     return req.get("platform") or locate.env("HERMES_PLATFORM") or None
-
-
-def enable_site():
-    """Make the venv's site-packages (PyYAML) importable: under -S they
-    are not, and the build path needs them while the query path does not."""
-    if sys.flags.no_site and "site" not in sys.modules:
-        try:
-            import site
-            site.main()
-        except Exception:
-            pass
 
 
 # --------------------------------------------------------------- the index
@@ -116,7 +105,7 @@ def why_rebuild(idx, req, roots, platform):
     if not covers(hdr, roots):
         return "was built for other roots", roots, only_hermes
     if req.get("fresh"):
-        enable_site()
+        locate.enable_site()
         from retriever import build
         stale, _ = build.is_stale(hdr)
         if stale:
@@ -131,7 +120,7 @@ def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, herme
     the loaded index when it could not be written (a read-only or unusable
     cache: answered from memory, with one warning), else None: load the
     file."""
-    enable_site()
+    locate.enable_site()
     from retriever import build
     import time
     t0 = time.perf_counter()
@@ -152,7 +141,8 @@ def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, herme
             sys.stderr.write(" failed\n")
         raise
     if not memory:
-        touch_stamp(path)
+        from retriever import background
+        background.touch_stamp(path)
     if not quiet:
         if memory:
             sys.stderr.write(" cannot write index (%s); answering from an index built in memory "
@@ -216,10 +206,11 @@ def open_detached(req):
     idx = ready(req)
     if idx is not None:
         return idx
+    from retriever import background as bg
     label = req.get("label") or "query"
     path = req["_path"]
     lock_file = path + ".building"
-    holder = lock(lock_file)
+    holder = bg.lock(lock_file)
     deadline = time.monotonic() + req["wait"]
     if holder:  # another prompt's build is under way: wait for it instead
         while time.monotonic() < deadline:
@@ -243,13 +234,13 @@ def open_detached(req):
             locate.log("%s: building index %s failed: %s: %s" % (label, path, type(exc).__name__, exc))
             return False
         finally:
-            unlink(lock_file)
+            bg.unlink(lock_file)
 
-    pid = detach(body)
+    pid = bg.detach(body)
     if not pid:
-        unlink(lock_file)
+        bg.unlink(lock_file)
         raise OSError("cannot start a background build")
-    write_pid(lock_file, pid)
+    bg.write_pid(lock_file, pid)
     while True:
         done, status = posix.waitpid(pid, posix.WNOHANG)
         if done:
@@ -270,7 +261,6 @@ def answer(text, req, idx=None):
     module docstring).  Returns ``(results, index path)``; the path is None
     when no index was ready (a hook whose first build is still running)
     or when the caller passed its own ``idx`` (the plugin's, in memory)."""
-    from retriever.semantic import rank
     top_k, inject_k = settings.limits(req.get("k"))
     keep = req.get("keep")
     path = None
@@ -305,6 +295,21 @@ def answer(text, req, idx=None):
                      None if req.get("quiet") else warn), path
 
 
+def rank(idx, path, text, k, req, keep, provider):
+    """BM25, fused with the semantic tier when ``provider`` answers (see
+    ``retriever.semantic.rank``).  With the tier turned off, or no
+    provider, the tier's package is not even imported.  The tiers that
+    answered go to ``req["tiers"]``."""
+    if provider == "client" and not settings.get("SKILL_RETRIEVAL_SEMANTIC"):
+        provider = None
+    if provider is None:
+        from retriever import query
+        req["tiers"] = ["bm25"]
+        return query.search(idx, text, k, keep=keep)
+    from retriever import semantic
+    return semantic.rank(idx, path, text, k, req, keep, provider)
+
+
 def shortlist(text, results, inject_k, rerank=False, session_id=None, warn=None):
     """Cut the ranked ``results`` to what is injected, after the optional
     LLM rerank (``rerank`` or SKILL_RETRIEVAL_RERANK).  The rerank module,
@@ -321,70 +326,20 @@ def maybe_revalidate(path):
     """After answering, fork a detached child that rebuilds the index if the
     skills changed or it is damaged, at most once per
     SKILL_RETRIEVAL_REVALIDATE seconds and never while another builder of
-    this index holds its lock.  The answer never waits for it."""
+    this index holds its lock.  The answer never waits for it; a young
+    stamp costs one ``stat`` and no import."""
     interval = settings.get("SKILL_RETRIEVAL_REVALIDATE")
     if interval is None:
         return
     import time
     try:
-        age = time.time() - posix.stat(stamp_path(path)).st_mtime
+        age = time.time() - posix.stat(locate.stamp_path(path)).st_mtime
     except OSError:
         age = float("inf")
     if age < interval:
         return
-    touch_stamp(path)
-    lock_file = path + ".building"
-    if lock(lock_file):
-        return  # a revalidator or a hook's build of this index is under way
-
-    def body():
-        try:
-            enable_site()
-            background_revalidate(path)
-        finally:
-            unlink(lock_file)
-        return True
-
-    pid = detach(body)
-    if pid:
-        write_pid(lock_file, pid)
-    else:
-        unlink(lock_file)
-
-
-def background_revalidate(index_path):
-    """Body of the detached child the query path forks: revalidate, log
-    any rebuild, never print (stdout and stderr are /dev/null here)."""
-    import time
-    try:
-        t0 = time.perf_counter()
-        from retriever.build import revalidate
-        reason = revalidate(index_path)
-        took = time.perf_counter() - t0
-        if reason:
-            locate.log("rebuilt %s in background (%s, %.2fs)" % (index_path, reason, took))
-        else:
-            back_off(index_path, took)
-    except Exception as exc:  # a background check must never surface
-        locate.log("background revalidation of %s failed: %s: %s" % (index_path, type(exc).__name__, exc))
-
-
-def back_off(index_path, took):
-    """Space checks out on large libraries: a check that took ``took``
-    seconds is not repeated for 20 times that (8 ms at 300 skills changes
-    nothing; 0.5 s at 20,000 skills means at most one check per 10 s).  The
-    query path reads only the stamp's mtime, so the stamp is dated ahead."""
-    if locate.env("SKILL_RETRIEVAL_REVALIDATE").strip():
-        return  # an explicit interval is the user's call
-    stamp = stamp_path(index_path)
-    import time
-    delay = 20.0 * took - settings.TABLE["SKILL_RETRIEVAL_REVALIDATE"][1]
-    if delay > 0:
-        try:
-            t = time.time() + delay
-            posix.utime(stamp, (t, t))
-        except OSError:
-            pass
+    from retriever import background
+    background.revalidate_detached(path)
 
 
 # ------------------------------------------------------------ text in, out
@@ -409,155 +364,3 @@ def write_out(text):
     sys.stdout.flush()
 
 
-# ------------------------------------------------------ background work
-
-
-def detach(body):
-    """Run ``body()`` in a detached child; returns its pid to the parent
-    (0 when fork failed).  The child never returns: it exits 0 when
-    ``body`` returned true, 1 otherwise (exceptions included)."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:
-        pass
-    try:
-        pid = posix.fork()
-    except OSError:
-        return 0
-    if pid:
-        return pid
-    code = 1
-    try:
-        posix.setsid()
-        fd = posix.open("/dev/null", posix.O_RDWR)
-        for n in (0, 1, 2):
-            posix.dup2(fd, n)
-        code = 0 if body() else 1
-    except BaseException:
-        pass
-    posix._exit(code)
-
-
-# A lock older than this is taken over even if its holder lives: a build
-# that overruns (far above a 100,000-skill build) must not block the next.
-LOCK_STALE_AFTER = 600.0
-
-
-def lock(path):
-    """Take the lock file at ``path``: 0 when taken, else the pid of the
-    live process holding it, or -1 when it cannot be taken (its pid is
-    being written this instant, or the folder cannot be written: nothing
-    could be built there anyway).  The folder is created first, so the
-    first two prompts of a new cache do not both build.  A lock whose
-    holder is gone, or older than LOCK_STALE_AFTER, is taken over."""
-    try:
-        _makedirs(path.rsplit("/", 1)[0])
-    except OSError:
-        return -1
-    for _ in range(3):
-        try:
-            fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pid = read_pid(path)
-            held = age(path)
-            if held > LOCK_STALE_AFTER:
-                unlink(path)
-                continue
-            if pid:
-                try:
-                    posix.kill(pid, 0)
-                    return pid
-                except ProcessLookupError:
-                    pass
-                except PermissionError:
-                    return pid
-            elif held < 5.0:
-                return -1
-            unlink(path)
-            continue
-        except OSError:
-            return -1
-        try:
-            posix.write(fd, b"%d\n" % posix.getpid())
-        finally:
-            posix.close(fd)
-        return 0
-    return -1
-
-
-def _makedirs(folder):
-    # os.makedirs without importing os (hot path).
-    if not folder or locate.isdir(folder):
-        return
-    _makedirs(folder.rsplit("/", 1)[0])
-    try:
-        posix.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-
-
-def read_pid(path):
-    """The pid written in a lock file, or 0."""
-    try:
-        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)
-    except OSError:
-        return 0
-    try:
-        raw = posix.read(fd, 32)
-    except OSError:
-        raw = b""
-    finally:
-        posix.close(fd)
-    try:
-        return int(raw.decode("ascii").strip() or 0)
-    except ValueError:
-        return 0
-
-
-def write_pid(path, pid):
-    """Record the holder of a lock taken with ``lock``."""
-    try:
-        fd = posix.open(path, posix.O_WRONLY | posix.O_TRUNC | posix.O_NOFOLLOW)
-    except OSError:
-        return
-    try:
-        posix.write(fd, b"%d\n" % pid)
-    finally:
-        posix.close(fd)
-
-
-def age(path):
-    """Seconds since ``path`` was modified (0 when it is gone)."""
-    import time
-    try:
-        return time.time() - posix.stat(path).st_mtime
-    except OSError:
-        return 0.0
-
-
-def unlink(path):
-    """Remove ``path`` if it exists."""
-    try:
-        posix.unlink(path)
-    except OSError:
-        pass
-
-
-def stamp_path(index_path):
-    """The file whose mtime records the last freshness check."""
-    return index_path + ".checked"
-
-
-def touch_stamp(index_path):
-    """Record a freshness check now."""
-    p = stamp_path(index_path)
-    try:
-        # Never follow a link or block on a FIFO someone put at this name.
-        fd = posix.open(p, posix.O_WRONLY | posix.O_CREAT | posix.O_NONBLOCK | posix.O_NOFOLLOW, 0o600)
-        try:
-            posix.utime(fd)
-        finally:
-            posix.close(fd)
-    except OSError:
-        pass

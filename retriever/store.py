@@ -275,17 +275,26 @@ def read_header(path):
     """Return ``(header, file object)``; raises IndexError_ with a reason.
     The header is checked (CRC, keys, types, section bounds) before it is
     returned."""
-    fd = _open_regular(path)
-    f = open(fd, "rb")
-    try:
-        header = _parse_header(f.read(_PREAMBLE), f.read)
-    except BaseException:
-        f.close()
-        raise
+    header, f, _ = _read_header(path, False)
     return header, f
 
 
-def _parse_header(pre, read):
+def _read_header(path, trust):
+    # ``(header, file, trusted)``.  trusted: ``trust`` was asked and the
+    # file was verified whole since its last change (see ``verify``), so
+    # no checksum need be computed: zlib is not even imported.
+    fd = _open_regular(path)
+    f = open(fd, "rb")
+    try:
+        trusted = trust and _verified(path, fd)
+        header = _parse_header(f.read(_PREAMBLE), f.read, trusted)
+    except BaseException:
+        f.close()
+        raise
+    return header, f, trusted
+
+
+def _parse_header(pre, read, trusted=False):
     if len(pre) < _PREAMBLE or pre[:8] != MAGIC:
         raise IndexError_("not a skill-retrieval index (bad magic)" if len(pre) >= 8 and pre[:8] != MAGIC
                           else "truncated")
@@ -295,7 +304,7 @@ def _parse_header(pre, read):
     hbytes = read(hlen)
     if len(hbytes) != hlen:
         raise IndexError_("truncated")
-    if _crc(hbytes) != int.from_bytes(pre[12:16], "little"):
+    if not trusted and _crc(hbytes) != int.from_bytes(pre[12:16], "little"):
         raise IndexError_("corrupt header (checksum mismatch)")
     try:
         header = marshal.loads(hbytes)
@@ -358,24 +367,28 @@ def load(path):
     Small files are read whole, and every section's CRC-32 is checked.
     Large ones are read in part: the vocabulary-sized sections (term table,
     postings offsets, IDF, record offsets) once, checked, and each query
-    term's postings and each printed record with ``pread`` when asked for
-    (those are range-checked by the reader, not checksummed).  (``mmap``
-    was measured first: on this kernel every touched region maps a 2 MiB
-    page-cache folio, so a query over 20,000 skills peaked 15 MiB above
-    the interpreter.)
+    term's postings and each printed record with ``pread`` when asked for,
+    each checked against its own CRC.  (``mmap`` was measured first: on
+    this kernel every touched region maps a 2 MiB page-cache folio, so a
+    query over 20,000 skills peaked 15 MiB above the interpreter.)
+
+    A file ``verify`` checked whole since its last change (its
+    ``.verified`` memo matches the file's identity and change time) is
+    read without computing a checksum: that saves importing zlib and
+    hashing the tables on every query (see ``verify``).
 
     Raises IndexError_ (missing, not a regular file, corrupt, truncated,
     other version).
     """
-    header, f = read_header(path)
+    header, f, trusted = _read_header(path, True)
     try:
-        return _load(path, header, f)
+        return _load(path, header, f, trusted)
     except IndexError_ as exc:
         exc.header = header  # checked already: the caller need not read it again
         raise
 
 
-def _load(path, header, f):
+def _load(path, header, f, trusted):
     try:
         size = f.seek(0, 2)
         _check_size(header, size)
@@ -388,24 +401,26 @@ def _load(path, header, f):
                     raise Damaged(path, "offsets")
                 return _pread(_fd, ln, off)
 
-            idx = _index(header, read, _TABLES)
-            # Read lazily, so checked piece by piece (postings, record).
-            idx["post_crc"] = idx.pop("_post_crc")
-            idx["doc_crc"] = idx.pop("_doc_crc")
+            idx = _index(header, read, () if trusted else _TABLES, _TABLES)
+            if not trusted:
+                # Read lazily, so checked piece by piece (postings, record).
+                idx["post_crc"] = idx.pop("_post_crc")
+                idx["doc_crc"] = idx.pop("_doc_crc")
             idx["path"] = path
             return idx
         f.seek(0)
         whole = f.read()
     finally:
         f.close()
-    idx = load_bytes(whole, header)
+    idx = load_bytes(whole, header, trusted)
     idx["path"] = path
     return idx
 
 
-def load_bytes(data, header=None):
+def load_bytes(data, header=None, trusted=False):
     """An index held in memory (``b"".join`` of ``pack``'s chunks, or a
-    whole file), every section checked.  Raises IndexError_."""
+    whole file), every section checked unless ``trusted`` (see ``load``).
+    Raises IndexError_."""
     if header is None:
         pos = [_PREAMBLE]
 
@@ -421,8 +436,8 @@ def load_bytes(data, header=None):
     def read(off, ln, _mv=whole):
         return _mv[off:off + ln]
 
-    idx = _index(header, read, _SECTIONS)
-    del idx["_post_crc"], idx["_doc_crc"]  # every section was checked whole
+    idx = _index(header, read, () if trusted else _SECTIONS, _TABLES)
+    idx.pop("_post_crc"), idx.pop("_doc_crc")  # every section was checked whole, or need not be
     return idx
 
 
@@ -434,18 +449,24 @@ def _check_size(header, size):
         raise IndexError_("byte order differs")
 
 
-def _index(header, read, checked):
+def _index(header, read, checked, tables):
+    # Reads the ``tables`` sections, checking those in ``checked``.
     sec = header["sections"]
     crc = header["crc"]
     data = {}
-    for name in checked:
+    for name in tables:
         off, ln = sec[name]
         b = read(off, ln)
         if len(b) != ln:
             raise IndexError_("truncated while reading %s" % name)
-        if _crc(b) != crc[name]:
+        if name in checked and _crc(b) != crc[name]:
             raise IndexError_("damaged %s section (checksum mismatch)" % name)
         data[name] = memoryview(b)
+    if checked is _SECTIONS:
+        for name in _SECTIONS[len(_TABLES):]:
+            off, ln = sec[name]
+            if _crc(read(off, ln)) != crc[name]:
+                raise IndexError_("damaged %s section (checksum mismatch)" % name)
     return {
         "header": header,
         "read": read,
@@ -465,16 +486,88 @@ def _index(header, read, checked):
     }
 
 
-def verify(path):
+# A file changed within one clock tick of its last change can keep the same
+# change time on kernels with coarse timestamps (a tick is 1-10 ms), so a
+# memo is only written once the file's change time is this far behind.
+_SETTLE_NS = 20_000_000
+_CHUNK = 1 << 22  # verify hashes a large section 4 MiB at a time
+
+
+def memo_path(path):
+    """The file recording that the index at ``path`` was verified whole."""
+    return path + ".verified"
+
+
+def _identity(st):
+    # What changes whenever the file's bytes do: any write, truncation,
+    # rename over it or utime moves st_ctime (which no user call can set).
+    return b"%d %d %d %d %d\n" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _verified(path, fd):
+    # True when the memo beside ``path`` names the file open as ``fd``.
+    import posix
+    try:
+        mfd = posix.open(memo_path(path), posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        return posix.read(mfd, 256) == _identity(posix.fstat(fd))
+    except OSError:
+        return False
+    finally:
+        posix.close(mfd)
+
+
+def verify(path, remember=False):
     """Check every section of the index at ``path`` whole (what a large
-    index's load leaves to its queries).  Raises IndexError_."""
+    index's load leaves to its queries), streaming: memory stays flat.
+    Raises IndexError_.
+
+    With ``remember``, a passing file gets a ``.verified`` memo naming it
+    (device, inode, size, mtime, ctime): later loads of that same,
+    unchanged file skip their checksums.  Any change to the file moves
+    its ctime, so the memo no longer matches and loads check again.  The
+    build writes the memo for the file it just wrote; revalidation for the
+    file it checked."""
+    import posix
+    import time
     header, f = read_header(path)
     try:
-        f.seek(0)
-        data = f.read()
+        fd = f.fileno()
+        st = posix.fstat(fd)
+        if remember:
+            # Read only after the change time has settled (see _SETTLE_NS),
+            # so every change this check cannot see has a later ctime.
+            for _ in range(5):
+                wait = _SETTLE_NS - (time.time_ns() - st.st_ctime_ns)
+                if wait <= 0 or wait > _SETTLE_NS:
+                    break
+                time.sleep(wait / 1e9)
+                st = posix.fstat(fd)
+            else:
+                remember = False
+            if time.time_ns() - st.st_ctime_ns < _SETTLE_NS:
+                remember = False  # a change time in the future: never trust it
+        _check_size(header, st.st_size)
+        from zlib import crc32
+        for name in _SECTIONS:
+            off, ln = header["sections"][name]
+            c = 0
+            for at in range(off, off + ln, _CHUNK):
+                b = posix.pread(fd, min(_CHUNK, off + ln - at), at)
+                if not b:
+                    raise IndexError_("truncated while reading %s" % name)
+                c = crc32(b, c)
+            if c != header["crc"][name]:
+                raise IndexError_("damaged %s section (checksum mismatch)" % name)
     finally:
         f.close()
-    load_bytes(data)
+    if remember:
+        try:
+            write_atomically(memo_path(path), [_identity(st)])
+        except OSError:
+            pass  # a read-only folder: loads keep checking, as before
 
 
 def find_term(idx, term):

@@ -23,15 +23,18 @@ from skillret_helpers import BIN, REPO, assert_clean, make_skill, run_cli
 PY = str(REPO / ".venv" / "bin" / "python3") if (REPO / ".venv" / "bin" / "python3").exists() else None
 
 # What answering needs, and nothing else: no argparse, re, os, json, numpy.
+# The index was verified whole when it was built (store.verify), so no
+# checksum is computed and zlib is not imported; the semantic tier is off
+# (the test environment), so its package is not imported either.
 QUERY_MODULES = {
     "retriever", "retriever.cli", "retriever.cli.entry", "retriever.locate", "retriever.settings",
     "retriever.store", "retriever.service", "retriever.tokenize", "retriever.analyze",
-    "retriever.query", "retriever.render", "retriever.semantic",
-    "zlib",  # the index's CRC-32 checks (README "Integrity": about 0.45 ms to import)
+    "retriever.query", "retriever.render",
 }
 # With the semantic tier on and its warm helper answering: the stdlib
 # client (``_socket``, not ``socket``) and the pure-Python fusion; never numpy.
-SEMANTIC_CLIENT_MODULES = {"retriever.semantic.client", "retriever.semantic.fuse", "_socket"}
+SEMANTIC_CLIENT_MODULES = {"retriever.semantic", "retriever.semantic.client", "retriever.semantic.fuse",
+                           "_socket"}
 HOOK_MODULES = QUERY_MODULES | {
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
     "retriever.jsonlite", "_json",
@@ -86,6 +89,37 @@ def test_a_hook_imports_exactly_what_answering_needs(tmp_path):
     mods, out = _imported(["hook", "claude-code", "--root", str(root), "--index", str(index)], env, stdin)
     assert b"pdf-merge" in out
     assert mods == HOOK_MODULES
+
+
+def test_an_index_changed_since_it_was_verified_is_checksummed_again(tmp_path):
+    """The build's ``.verified`` memo spares queries the checksums only
+    while the file is the one verified: any change to it (here a touch,
+    which moves its ctime) makes the query check again (zlib).  A
+    background freshness check is the other work a query may start, and
+    it imports ``background`` only when its stamp is old."""
+    import os
+    from skillret_helpers import base_env
+    env = base_env(tmp_path)
+    root = _tree(tmp_path)
+    index = tmp_path / "i.skr"
+    assert_clean(run_cli(["build", "--root", root, "--index", index], env))
+    assert (tmp_path / "i.skr.verified").is_file()
+    os.utime(index)
+    mods, out = _imported(["--root", str(root), "--index", str(index), "merge", "pdf"], env)
+    assert b"pdf-merge" in out
+    assert mods == QUERY_MODULES | {"zlib"}
+    os.utime(tmp_path / "i.skr.checked", (1, 1))  # the freshness stamp is old: a check is due
+    mods, out = _imported(["--root", str(root), "--index", str(index), "merge", "pdf"],
+                          dict(env, SKILL_RETRIEVAL_REVALIDATE="2"))
+    assert b"pdf-merge" in out
+    assert "retriever.background" in mods
+    import time
+    deadline = time.time() + 30
+    while (tmp_path / "i.skr.building").exists() and time.time() < deadline:
+        time.sleep(0.05)  # the detached check ends by itself; leave nothing running
+    # That check verified the file whole and remembered it: no checksum again.
+    mods, out = _imported(["--root", str(root), "--index", str(index), "merge", "pdf"], env)
+    assert mods == QUERY_MODULES
 
 
 # ------------------------------------------------------------------ cycles

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from retriever import service
+from retriever import background, service
 from skillret_helpers import BIN, assert_clean, json_results, make_skill
 from test_hooks import EMPTY, payload
 from test_hostile import root  # noqa: F401 (a fixture)
@@ -77,12 +77,12 @@ def test_bad_hook_flags_are_logged_once(cli, cli_env, root):
 
 def test_the_lock_works_when_the_cache_folder_does_not_exist(tmp_path):
     lock = str(tmp_path / "not" / "yet" / "i.skr.building")
-    assert service.lock(lock) == 0
+    assert background.lock(lock) == 0
     assert os.path.exists(lock)
-    assert service.lock(lock) == os.getpid()  # held by a live process
-    service.unlink(lock)
-    assert service.lock(lock) == 0
-    service.unlink(lock)
+    assert background.lock(lock) == os.getpid()  # held by a live process
+    background.unlink(lock)
+    assert background.lock(lock) == 0
+    background.unlink(lock)
 
 
 def test_a_dead_or_overrunning_holder_does_not_block_the_next_build(tmp_path):
@@ -91,14 +91,14 @@ def test_a_dead_or_overrunning_holder_does_not_block_the_next_build(tmp_path):
     dead.wait()
     with open(lock, "w") as f:
         f.write("%d\n" % dead.pid)
-    assert service.lock(lock) == 0
-    service.unlink(lock)
+    assert background.lock(lock) == 0
+    background.unlink(lock)
     with open(lock, "w") as f:
         f.write("%d\n" % os.getpid())  # alive, but started long ago
-    old = time.time() - service.LOCK_STALE_AFTER - 1
+    old = time.time() - background.LOCK_STALE_AFTER - 1
     os.utime(lock, (old, old))
-    assert service.lock(lock) == 0
-    service.unlink(lock)
+    assert background.lock(lock) == 0
+    background.unlink(lock)
 
 
 def test_two_first_prompts_start_one_build(cli_env, tmp_path):

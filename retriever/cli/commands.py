@@ -109,7 +109,7 @@ def make_parser(command=None):
 
 def run_build(args):
     """``skill-retrieve build``: index the roots and report problems."""
-    from retriever import build, locate, progress, service
+    from retriever import background, build, locate, progress, service
     # Same default as the query path, so build prepares the index queries use.
     platform = args.platform or locate.env("HERMES_PLATFORM") or None
     scope = build.resolve(args.root or None, platform, warn=build.stderr_warn)
@@ -132,7 +132,7 @@ def run_build(args):
     finally:
         if prog is not None:
             prog.done()
-    service.touch_stamp(path)
+    background.touch_stamp(path)
     _hint_remember(args)
     counts = header["counts"]
     shadowed = sum(c["shadowed"] for c in counts.values())

@@ -144,7 +144,7 @@ def main(argv=None):
         warn("error: %s (see skill-retrieve --help)" % exc)
         return 2
     if opts is None:
-        service.enable_site()
+        locate.enable_site()
         from retriever.cli import commands
         return commands.main(argv)
     if opts["hook"] is not None:
