@@ -39,8 +39,10 @@ _PREAMBLE = len(MAGIC) + 8  # magic, u32 header length, u32 header CRC
 # Real headers are a few KiB (one entry per root); a flipped length must not
 # make the loader read, or marshal, megabytes of sections as a header.
 MAX_HEADER = 1 << 20
-# Read at load (and so checked at load) even when the rest is read lazily.
-_TABLES = ("term_off", "term_blob", "post_off", "idf", "doc_off", "post_crc", "doc_crc")
+# Read at load (and so checked at load) even when the rest is read lazily;
+# the CRC tables only when the file is not known good (see ``verify``).
+_TERMS = ("term_off", "term_blob", "post_off", "idf", "doc_off")
+_TABLES = _TERMS + ("post_crc", "doc_crc")
 _SECTIONS = _TABLES + ("post_doc", "post_w", "doc_blob")
 
 
@@ -401,7 +403,7 @@ def _load(path, header, f, trusted):
                     raise Damaged(path, "offsets")
                 return _pread(_fd, ln, off)
 
-            idx = _index(header, read, () if trusted else _TABLES, _TABLES)
+            idx = _index(header, read, () if trusted else _TABLES, _TERMS if trusted else _TABLES)
             if not trusted:
                 # Read lazily, so checked piece by piece (postings, record).
                 idx["post_crc"] = idx.pop("_post_crc")
@@ -436,7 +438,7 @@ def load_bytes(data, header=None, trusted=False):
     def read(off, ln, _mv=whole):
         return _mv[off:off + ln]
 
-    idx = _index(header, read, () if trusted else _SECTIONS, _TABLES)
+    idx = _index(header, read, () if trusted else _SECTIONS, _TERMS if trusted else _TABLES)
     idx.pop("_post_crc"), idx.pop("_doc_crc")  # every section was checked whole, or need not be
     return idx
 
@@ -478,8 +480,8 @@ def _index(header, read, checked, tables):
         "idf": data["idf"].cast("f"),
         "doc_off": data["doc_off"].cast("I"),
         "doc_at": sec["doc_blob"][0],
-        "_post_crc": data["post_crc"].cast("I"),
-        "_doc_crc": data["doc_crc"].cast("I"),
+        "_post_crc": data["post_crc"].cast("I") if "post_crc" in data else None,
+        "_doc_crc": data["doc_crc"].cast("I") if "doc_crc" in data else None,
         "post_crc": None,
         "doc_crc": None,
         "path": "<memory>",

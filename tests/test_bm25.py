@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from retriever.query import top
 from skillret_helpers import assert_clean, json_results, make_skill
 
 K1 = 1.5
@@ -178,3 +179,17 @@ def test_ties_are_broken_by_id(tmp_path, cli):
     # And -k 1 keeps the lower id.
     got = json_results(cli("--root", root, "--index", index, "--format", "json", "-k", "1", "same words"))
     assert [r["id"] for r in got] == ["a1/zeta-tool"]
+
+
+@pytest.mark.parametrize("n", [10, 300, 3000, 6000])
+def test_top_is_best_score_then_lowest_skill_number_at_every_size(n):
+    """``query.top`` cuts small and large accumulators by different means
+    (a sort, or a C heap that costs an import); both must give the same
+    order: score descending, ties by skill number, ties at the cut kept."""
+    import random
+    rnd = random.Random(n)
+    # Coarse scores make many ties, including at the cut.
+    acc = {d: rnd.randrange(40) / 4.0 for d in rnd.sample(range(3 * n), n)}
+    for k in (1, 6, 50):
+        want = sorted(acc.items(), key=lambda x: (-x[1], x[0]))[:k]
+        assert top(acc, k) == want
