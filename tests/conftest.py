@@ -85,6 +85,18 @@ def backups_of(path):
         if os.path.isdir(folder) else []
 
 
+@pytest.fixture(autouse=True)
+def _no_thread_left_behind():
+    """Our background threads (the plugin's index refresher, the model
+    loader, the rerank worker) end before the next test starts: one left
+    running would log into the next test's log or hold its files."""
+    yield
+    import threading
+    for t in threading.enumerate():
+        if t.name.startswith("skill-retrieval-") and t is not threading.current_thread():
+            t.join(60)
+
+
 def base_env(tmp_path):
     """A clean environment for the executable, rooted in ``tmp_path``."""
     env = {k: v for k, v in os.environ.items()
