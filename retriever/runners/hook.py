@@ -110,6 +110,10 @@ def fit(runner, results):
     cut mid-line); the empty output when not even one fits."""
     from retriever.render import text_block
     cap = runner_record(runner)["cap"]
+    if results:
+        out = envelope(runner, text_block(results))
+        if len(out) < cap:
+            return out  # the usual case: everything fits, one rendering
     lo, hi = 0, len(results)
     best = empty_output(runner)
     while lo < hi:  # the length grows with the prefix: bisect on it
