@@ -173,7 +173,7 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
     _PROFILE["profile"] = prof
     store_path = reuse.path_for(index_path)
     store_key = reuse.key(prof)
-    vocab, old = reuse.load(store_path, store_key) if use_store else ([], {})
+    vocab, old, layout = reuse.load(store_path, store_key) if use_store else ([], {}, None)
 
     jobs = skills.scan(scope["roots"], walked)
     results = [None] * len(jobs)
@@ -191,7 +191,6 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
             results[i] = e
         else:
             todo.append(i)
-    del old
     reused = len(jobs) - len(todo)
     if progress is not None:
         progress(reused, 0)
@@ -212,23 +211,31 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
 
     recs, problems, counts = skills.select(
         scope["roots"], jobs,
-        [("ok", {"name": e[2], "id": e[1], "entry": e}, e[5], e[6]) if len(e) == 10
-         else (e[1], None, e[2], False) for e in results],
+        [("ok", {"name": e[2], "id": e[1], "entry": e, "md": job[2]}, e[5], e[6]) if len(e) == 10
+         else (e[1], None, e[2], False) for job, e in zip(jobs, results)],
         scope["disabled"])
     problems = skipped + problems
     keep = {job[2]: e for job, e in zip(jobs, results) if e[0] is not None}
     del jobs, results
     recs.sort(key=lambda r: r["id"])  # skill numbers follow id order: ties break by id
     entries = [r["entry"] for r in recs]
+    paths = [r["md"] for r in recs]
     del recs
     nfiles = len(keep)
     tick = None if progress is None else (lambda done: progress(nfiles, done))
-    try:
-        built = index.build_terms([(e[8], e[9]) for e in entries], vocab, prof, tick)
-    except (IndexError, TypeError, ValueError) as exc:
-        if not reused:
-            raise
-        raise _StoreDamaged("%s: %s" % (type(exc).__name__, exc))
+    analysed = [(e[8], e[9]) for e in entries]
+    built = _update(analysed, vocab, prof, layout, old, paths, entries, tick) if layout else None
+    del old, layout
+    if built is None:
+        try:
+            built = index.build_terms(analysed, vocab, prof, tick)
+        except (IndexError, TypeError, ValueError) as exc:
+            if not reused:
+                raise
+            raise _StoreDamaged("%s: %s" % (type(exc).__name__, exc))
+    del analysed
+    layout = built.pop("layout")
+    layout["docs"] = paths
     docs = [(e[1], e[2], e[7], e[3], e[4]) for e in entries]
     del entries
     header = {
@@ -265,8 +272,8 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
     # Terms of edited or deleted skills stay numbered in the store; drop
     # them once they are most of it.
     if len(vocab) > 2 * header["n_terms"] + 10000:
-        vocab, keep = reuse.compact(vocab, keep)
-    reuse.save(store_path, store_key, vocab, keep)
+        vocab, keep, layout = reuse.compact(vocab, keep, layout)
+    reuse.save(store_path, store_key, vocab, keep, layout)
     header["reused"] = reused
     try:
         # Read back and remembered as checked: queries of this file then
@@ -275,6 +282,38 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
     except store.IndexError_ as exc:
         locate.log("index %s changed while it was written (%s); queries will check it" % (index_path, exc))
     return header, problems
+
+
+def _update(docs, vocab, prof, layout, old, paths, entries, tick):
+    """``index.update_terms`` from the last build's ``layout`` when few
+    skills changed, else None (the caller deals out every posting again,
+    which also renumbers the slots that edits left unused)."""
+    before = layout.get("docs")
+    if not isinstance(before, list):
+        return None
+    number = dict(zip(before, range(len(before))))
+    old_of = []
+    for p, e in zip(paths, entries):
+        o = number.get(p, -1)
+        # Re-read files get new entries: only the very stored tuple is kept.
+        old_of.append(o if o >= 0 and old.get(p) is e else -1)
+    kept = set(old_of)
+    removed = []
+    for o, p in enumerate(before):
+        if o not in kept:
+            e = old.get(p)
+            if e is None or len(e) != 10:
+                return None  # its postings cannot be found: build afresh
+            removed.append((o, e[9]))
+    changed = len(removed) + old_of.count(-1)
+    live = sum(len(d[1]) for d in docs)
+    if changed > max(64, len(docs) // 8) or layout.get("nslots", 0) > 2 * live + 4096:
+        return None
+    try:
+        return index.update_terms(docs, vocab, prof, layout, old_of, removed, tick)
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        locate.log("reuse store layout unusable (%s: %s); postings dealt out afresh" % (type(exc).__name__, exc))
+        return None
 
 
 def problem_kind(reason):

@@ -4,12 +4,16 @@ A rebuild reads again only the SKILL.md files whose path, size, mtime or
 inode changed (never judged by content alone), and takes everything else
 from here.  The file is ``<index>.reuse``::
 
-    b"SKRREUSE" | 16-byte blake2b of the rest | marshal((key, vocab, entries))
+    b"SKRREUSE" | 16-byte blake2b of the rest | marshal((key, vocab, entries, layout))
 
 ``key`` names everything an entry depends on besides its file: the store
 format, the profile and the source of the modules that parse and analyse.
 ``entries`` maps a SKILL.md path to the tuple ``build.analyse_file`` made,
-its terms numbered in ``vocab`` (``index.encode``).
+its terms numbered in ``vocab`` (``index.encode``).  ``layout`` (or None)
+is the last index's postings, term-major, as ``index.build_terms`` returns
+it (arrays as bytes) plus ``docs``, the SKILL.md path of each skill number:
+with it, a rebuild after a few edits updates the postings instead of
+dealing every one out again (``index.update_terms``).
 
 Any doubt means a full build, never a wrong index: a missing, truncated or
 altered file, a checksum or key mismatch, or anything that does not
@@ -26,7 +30,7 @@ import sys
 from array import array
 
 MAGIC = b"SKRREUSE"
-VERSION = 1
+VERSION = 2  # 2: the layout
 # The modules whose code decides what an entry holds.
 _SOURCES = ("analyze.py", "build.py", "discover.py", "fields.py", "frontmatter.py", "index.py", "reuse.py",
             "skills.py", "tokenize.py")
@@ -53,9 +57,10 @@ def key(profile):
 
 
 def load(path, want_key):
-    """``(vocab, entries)`` stored at ``path`` under ``want_key``, or
-    ``([], {})`` when the file is missing, damaged or made under another key."""
-    empty = [], {}
+    """``(vocab, entries, layout)`` stored at ``path`` under ``want_key``, or
+    ``([], {}, None)`` when the file is missing, damaged or made under
+    another key."""
+    empty = [], {}, None
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -70,19 +75,21 @@ def load(path, want_key):
         got = marshal.loads(body)
     except (EOFError, ValueError, TypeError):
         return empty
-    if (not isinstance(got, tuple) or len(got) != 3 or got[0] != want_key
+    if (not isinstance(got, tuple) or len(got) != 4 or got[0] != want_key
             or not isinstance(got[1], list) or not isinstance(got[2], dict)):
         return empty
-    return got[1], got[2]
+    return got[1], got[2], got[3] if isinstance(got[3], dict) else None
 
 
-def save(path, store_key, vocab, entries):
+def save(path, store_key, vocab, entries, layout=None):
     """Write ``entries`` atomically (``store.write_atomically``: temp file,
     fsync, rename, never through a planted link).  Returns False, leaving
     any old store in place, when the write fails: the index is already
     written, and a missing store only costs a full build."""
     from retriever import store
-    body = marshal.dumps((store_key, vocab, entries))
+    if layout is not None:
+        layout = {k: (v.tobytes() if hasattr(v, "tobytes") else v) for k, v in layout.items()}
+    body = marshal.dumps((store_key, vocab, entries, layout))
     try:
         store.write_atomically(path, (MAGIC, hashlib.blake2b(body, digest_size=16).digest(), body))
         return True
@@ -90,8 +97,9 @@ def save(path, store_key, vocab, entries):
         return False
 
 
-def compact(vocab, entries):
-    """``(vocab, entries)`` renumbered to the terms ``entries`` use."""
+def compact(vocab, entries, layout=None):
+    """``(vocab, entries, layout)`` renumbered to the terms ``entries`` use
+    (``layout``'s terms are among them: it indexes some of the entries)."""
     used = set()
     for e in entries.values():
         for _, terms in e[9] if len(e) == 10 else ():
@@ -103,4 +111,6 @@ def compact(vocab, entries):
     for path, e in entries.items():
         out[path] = (e[:9] + ([(v, array("I", map(get, array("I", terms))).tobytes()) for v, terms in e[9]],)
                      if len(e) == 10 else e)
-    return [vocab[i] for i in keep], out
+    if layout is not None:
+        layout = dict(layout, terms=array("I", map(get, array("I", layout["terms"]))))
+    return [vocab[i] for i in keep], out, layout

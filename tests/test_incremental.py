@@ -106,11 +106,67 @@ def test_store_drops_terms_no_skill_uses_and_stays_exact(tmp_path, cli_env):
     build(root, index, cli_env)
     shutil.rmtree(root / "big")
     build(root, index, cli_env)
-    vocab, entries = reuse.load(reuse.path_for(str(index)), _store_key(index))
+    vocab, entries, _ = reuse.load(reuse.path_for(str(index)), _store_key(index))
     assert entries and len(vocab) < 1000
     make_skill(root, "cat1/skill-01", {"name": "skill-01", "description": "edited after the compaction"})
     proc = build(root, index, cli_env)
     assert "14 files unchanged" in proc.stdout
+    cold_equals(root, index, cli_env, tmp_path)
+
+
+def _order(index, term):
+    idx = store.load(str(index))
+    i = store.find_term(idx, term)
+    assert i >= 0
+    return store.postings(idx, i)[0]
+
+
+def test_an_edit_that_reorders_other_skills_postings_stays_exact(tmp_path, cli_env):
+    # Every weight depends on the library's average field lengths: a long
+    # body added to one skill lowers the body's part of every other
+    # skill's weights, so "zork" in a body falls behind "zork" in a
+    # description.  The rebuild updates the stored postings in place and
+    # must find and redo exactly those terms.
+    root = tmp_path / "skills"
+    for i in range(8):
+        make_skill(root, "body/b%d" % i, {"name": "b%d" % i, "description": "plain skill %d" % i},
+                   body=" ".join(["zork"] * (i + 1) + ["filler%d" % j for j in range(30)]))
+        make_skill(root, "desc/d%d" % i, {"name": "d%d" % i, "description": "zork and %s" % ("word " * i)},
+                   body="short body %d" % i)
+    make_skill(root, "grow/g", {"name": "g", "description": "grows"}, body="tiny")
+    index = tmp_path / "idx" / "index.skr"
+    build(root, index, cli_env)
+    before = _order(index, "zork")
+    make_skill(root, "grow/g", {"name": "g", "description": "grows"},
+               body=" ".join("long%d" % (j % 50) for j in range(3000)))
+    proc = build(root, index, cli_env)
+    assert "16 files unchanged" in proc.stdout
+    assert _order(index, "zork") != before  # the edit did reorder them
+    cold_equals(root, index, cli_env, tmp_path)
+    # One edit alone, the common case (skill numbers stand), and a new
+    # term in it.
+    make_skill(root, "body/b3", {"name": "b3", "description": "plain skill 3"}, body="zork quux " * 5)
+    proc = build(root, index, cli_env)
+    assert "16 files unchanged" in proc.stdout
+    cold_equals(root, index, cli_env, tmp_path)
+
+
+def test_a_store_whose_postings_do_not_fit_still_gives_the_exact_index(tmp_path, cli_env):
+    # Checksummed and keyed, but the stored postings are cut short: the
+    # rebuild deals every posting out afresh from the (sound) entries.
+    import hashlib
+    root = tmp_path / "skills"
+    library(root)
+    index = tmp_path / "idx" / "index.skr"
+    build(root, index, cli_env)
+    path = tmp_path / "idx" / "index.skr.reuse"
+    key, vocab, entries, layout = marshal.loads(path.read_bytes()[24:])
+    layout["doc"] = layout["doc"][:-8]
+    body = marshal.dumps((key, vocab, entries, layout))
+    path.write_bytes(reuse.MAGIC + hashlib.blake2b(body, digest_size=16).digest() + body)
+    make_skill(root, "cat1/skill-07", {"name": "skill-07", "description": "edited after the first build"})
+    proc = build(root, index, cli_env)
+    assert "files unchanged" in proc.stdout
     cold_equals(root, index, cli_env, tmp_path)
 
 
@@ -146,17 +202,17 @@ def _damage(kind, path):
     elif kind == "other-key":
         # Whole and checksummed, but made under another key (older code).
         import hashlib
-        body = marshal.dumps(("another key", [], {}))
+        body = marshal.dumps(("another key", [], {}, None))
         path.write_bytes(reuse.MAGIC + hashlib.blake2b(body, digest_size=16).digest() + body)
     elif kind == "wrong-shape":
         # Checksummed and keyed, but the entries do not fit the vocabulary:
         # term numbers beyond it.
         import hashlib
         got = marshal.loads(memoryview(data)[24:])
-        key, vocab, entries = got
+        key, vocab, entries, layout = got
         entries = {p: e[:9] + ([(v, b"\xff\xff\xff\x7f" * 3) for v, _ in e[9]],) if len(e) == 10 else e
                    for p, e in entries.items()}
-        body = marshal.dumps((key, vocab[:1], entries))
+        body = marshal.dumps((key, vocab[:1], entries, layout))
         path.write_bytes(reuse.MAGIC + hashlib.blake2b(body, digest_size=16).digest() + body)
 
 
