@@ -181,20 +181,19 @@ def _avglen(docs, profile):
     return {f: (total_len[f] / n if n else 0.0) or 1.0 for f in fields}
 
 
-def _group_negs(docs, profile, avglen, gneg, bases=None, progress=None):
-    """Fill ``gneg`` with each (skill, group)'s saturated tf, negated (so
-    that ascending order is heaviest first): appended in skill order, or,
-    with ``bases``, written from slot ``bases[doc]`` on.  The one loop over
-    every group a build runs in Python (a few hundred thousand at 20k)."""
+def _group_negs(docs, profile, avglen, progress=None):
+    """Each (skill, group)'s saturated tf, negated (so that ascending order
+    is heaviest first), in skill and group order: the one loop over every
+    group a build runs in Python (a few hundred thousand at 20k)."""
     fields = profile["fields"]
     k1 = profile["k1"]
     k1p1 = k1 + 1.0  # saturation(): tfp * (k1 + 1.0) / (tfp + k1), same operations
     wb = [(fields[f][0], fields[f][1], avglen[f]) for f in field_order(profile)]
     nonzero = {}  # count vector -> its (field, count) pairs with count > 0 (a few thousand in all)
+    gneg = []
     append = gneg.append
     for doc, (lengths, groups) in enumerate(docs):
         norms = [field_norm(w, b, length, avg) for (w, b, avg), length in zip(wb, lengths)]
-        vals = []
         for counts, _ in groups:
             nz = nonzero.get(counts)
             if nz is None:
@@ -202,19 +201,12 @@ def _group_negs(docs, profile, avglen, gneg, bases=None, progress=None):
             tfp = 0.0
             for i, c in nz:
                 tfp = tfp + c * norms[i]
-            vals.append(-(tfp * k1p1 / (tfp + k1)))
-        if bases is None:
-            for v in vals:
-                append(v)
-        else:
-            b = bases[doc]
-            if b + len(vals) > len(gneg):
-                raise ValueError("slot %d past the slot table" % (b + len(vals)))
-            gneg[b:b + len(vals)] = vals
+            append(-(tfp * k1p1 / (tfp + k1)))
         if progress is not None and not doc & 1023:
             progress(doc)
     if progress is not None:
         progress(len(docs))
+    return gneg
 
 
 def build_terms(docs, vocab, profile, progress=None, keep_postings=False):
@@ -238,49 +230,49 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False):
 
     consume = deque
     avglen = _avglen(docs, profile)
-    # One entry per (skill, group), its "slot": the group's saturated tf.
-    gneg = []
-    _group_negs(docs, profile, avglen, gneg, progress=progress)
+    gneg = _group_negs(docs, profile, avglen, progress)
     gdoc = []
     gterms = []
-    bases = array("I")
+    gbase = array("I", [0])
     for doc, (_, groups) in enumerate(docs):
-        bases.append(len(gdoc))
         gdoc += repeat(doc, len(groups))
         gterms += [terms for _, terms in groups]
+        gbase.append(len(gdoc))
 
     # Heaviest group first; the sort is stable, so equal weights keep skill
     # order (a term is in one group per skill).  Dealing the groups' terms
     # out in this order leaves every term's postings in index order: no
-    # per-term sort, and no object per posting, two array slots instead.
+    # per-term sort.  What is dealt is the group's place in that order, its
+    # "slot": each term's slots then rise, so the skill numbers and
+    # weights looked up by slot below are read front to back.
     # (Per-term sorts of shared (weight, skill) tuples, then reading them
     # back, were 3/4 of a 100k rebuild: every access a cache miss.)
     order = sorted(range(len(gneg)), key=gneg.__getitem__)
-    pdocs = [array("I") for _ in repeat(None, len(vocab))]
     pslots = [array("I") for _ in repeat(None, len(vocab))]
-    get_docs = pdocs.__getitem__
     get_slots = pslots.__getitem__
     push = array.append
-    for g in order:
-        ids = array("I", gterms[g])
-        consume(map(push, map(get_docs, ids), repeat(gdoc[g])), 0)
-        consume(map(push, map(get_slots, ids), repeat(g)), 0)
-    del order, gdoc, gterms
+    for k, g in enumerate(order):
+        consume(map(push, map(get_slots, array("I", gterms[g])), repeat(k)), 0)
+    del gterms
 
     # The terms in use, in code-point order (which is UTF-8 byte order).
-    used = array("I", sorted(compress(range(len(vocab)), pdocs), key=vocab.__getitem__))
-    dfs = [len(pdocs[i]) for i in used]
-    post_doc = array("I")
+    used = array("I", sorted(compress(range(len(vocab)), pslots), key=vocab.__getitem__))
+    dfs = [len(pslots[i]) for i in used]
     post_slot = array("I")
     for i in used:
-        post_doc += pdocs[i]
         post_slot += pslots[i]
-    del pdocs, pslots
-    layout = {"terms": used, "doc": post_doc, "slot": post_slot, "slotbase": bases, "nslots": len(gneg)}
-    # Floats in one array, not a list: every pass below reads them in
-    # order from contiguous memory (three times faster at 20k skills).
-    gneg = array("d", gneg)
-    return _finish(vocab, len(docs), avglen, dfs, array("d", map(gneg.__getitem__, post_slot)), layout, keep_postings)
+    del pslots
+    # Floats in arrays, not lists: every pass below reads them from
+    # contiguous memory (three times faster at 20k skills).
+    sdoc = array("I", map(gdoc.__getitem__, order))
+    sneg = array("d", map(gneg.__getitem__, order))
+    gslot = array("I", bytes(4 * len(order)))  # slot of each group, in skill order
+    consume(map(gslot.__setitem__, order, range(len(order))), 0)
+    del order, gdoc, gneg
+    layout = {"terms": used, "doc": array("I", map(sdoc.__getitem__, post_slot)), "slot": post_slot,
+              "gslot": gslot, "gbase": gbase, "nslots": len(gslot)}
+    return _finish(vocab, len(docs), avglen, dfs, array("d", map(sneg.__getitem__, post_slot)), layout,
+                   keep_postings)
 
 
 def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False):
@@ -332,31 +324,39 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
     """
     from array import array
     from bisect import bisect_left, bisect_right
+    from collections import deque
     from itertools import accumulate, compress, islice
     from operator import ge, sub
 
-    terms0, off0, doc0, slot0, base0 = (array("I", prev[k]) for k in ("terms", "off", "doc", "slot", "slotbase"))
+    terms0, off0, doc0, slot0, gslot0, gbase0 = (array("I", prev[k]) for k in
+                                                 ("terms", "off", "doc", "slot", "gslot", "gbase"))
     nslots = prev["nslots"]
     n_terms, n_post = len(terms0), len(doc0)
     if (len(off0) != n_terms + 1 or off0[0] != 0 or off0[-1] != n_post or len(slot0) != n_post
-            or len(old_of) != len(docs) or not isinstance(nslots, int)):
+            or len(old_of) != len(docs) or not isinstance(nslots, int) or gbase0[-1] != len(gslot0)):
         raise ValueError("layout does not fit")
     avglen = _avglen(docs, profile)
-    bases = array("I")
+    # Kept skills keep their slots; added ones take new slots past the old.
+    gslot = array("I")
+    gbase = array("I", [0])
     top = nslots
     for (_, groups), o in zip(docs, old_of):
         if o >= 0:
-            bases.append(base0[o])
+            a, b = gbase0[o], gbase0[o + 1]
+            if b - a != len(groups):
+                raise ValueError("skill %d has %d groups, not %d" % (o, len(groups), b - a))
+            gslot += gslot0[a:b]
         else:
-            bases.append(top)
+            gslot += array("I", range(top, top + len(groups)))
             top += len(groups)
-    gneg = [0.0] * top
-    _group_negs(docs, profile, avglen, gneg, bases, progress)
-    gneg = array("d", gneg)  # see build_terms
+        gbase.append(len(gslot))
+    gneg_list = _group_negs(docs, profile, avglen, progress)
+    gneg = array("d", bytes(8 * top))  # by slot; see build_terms for why arrays
+    deque(map(gneg.__setitem__, gslot, gneg_list), 0)
 
     # Skill numbers: kept skills keep their order, so renumbering never
     # reorders two of them.
-    n_old = len(base0)
+    n_old = len(gbase0) - 1
     gone = {o for o, _ in removed}
     if len(docs) == n_old and all(o == j or (o < 0 and j in gone) for j, o in enumerate(old_of)):
         # Only edits, each at its own number: the numbers stand (the
@@ -383,9 +383,9 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
     for j, ((_, groups), o) in enumerate(zip(docs, old_of)):
         if o >= 0:
             continue
-        b = bases[j]
+        b = gbase[j]
         for gi, (_, tb) in enumerate(groups):
-            item = (gneg[b + gi], j, b + gi)
+            item = (gneg_list[b + gi], j, gslot[b + gi])
             for t in array("I", tb):
                 ins.setdefault(t, []).append(item)
     events = [(r, 1, "", r) for r in dels]
@@ -464,5 +464,5 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
         negs2[a:b] = array("d", [x[0] for x in seg])
         doc2[a:b] = array("I", [x[1] for x in seg])
         slot2[a:b] = array("I", [x[2] for x in seg])
-    layout = {"terms": terms1, "doc": doc2, "slot": slot2, "slotbase": bases, "nslots": top}
+    layout = {"terms": terms1, "doc": doc2, "slot": slot2, "gslot": gslot, "gbase": gbase, "nslots": top}
     return _finish(vocab, len(docs), avglen, dfs, negs2, layout)
