@@ -138,7 +138,8 @@ def build(scope, index_path, profile="default", warn=None, memory=None, verbose=
     ``progress(files_read, skills_indexed)``, when given, is called as the
     build goes (see retriever.progress).  Unchanged files are taken from
     the reuse store beside the index; ``header["reused"]`` (not written to
-    the file) says how many.
+    the file) says how many, and ``header["updated"]`` whether the stored
+    postings were updated rather than all dealt out again.
     """
     import gc
     store.write_target(index_path)
@@ -225,6 +226,7 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
     tick = None if progress is None else (lambda done: progress(nfiles, done))
     analysed = [(e[8], e[9]) for e in entries]
     built = _update(analysed, vocab, prof, layout, old, paths, entries, tick) if layout else None
+    updated = built is not None
     del old, layout
     if built is None:
         try:
@@ -267,6 +269,7 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
         memory["idx"] = store.load_bytes(b"".join(chunks))
         memory["error"] = exc.strerror or str(exc)
         header["reused"] = reused
+        header["updated"] = updated
         return header, problems  # no store beside an index that is not there
     del built, docs
     # Terms of edited or deleted skills stay numbered in the store; drop
@@ -275,6 +278,7 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
         vocab, keep, layout = reuse.compact(vocab, keep, layout)
     reuse.save(store_path, store_key, vocab, keep, layout)
     header["reused"] = reused
+    header["updated"] = updated
     try:
         # Read back and remembered as checked: queries of this file then
         # skip their checksums (store.verify says why that is safe).

@@ -4,7 +4,8 @@ A rebuild reads again only the SKILL.md files whose path, size, mtime or
 inode changed (never judged by content alone), and takes everything else
 from here.  The file is ``<index>.reuse``::
 
-    b"SKRREUSE" | 16-byte blake2b of the rest | marshal((key, vocab, entries, layout))
+    b"SKRREUSE" | 16-byte blake2b of the rest | u64 length of the marshal part
+    | marshal((key, vocab, entries, layout)) | the layout's arrays, raw
 
 ``key`` names everything an entry depends on besides its file: the store
 format, the profile and the source of the modules that parse and analyse.
@@ -30,7 +31,7 @@ import sys
 from array import array
 
 MAGIC = b"SKRREUSE"
-VERSION = 2  # 2: the layout
+VERSION = 3  # 2: the layout; 3: its arrays raw after the marshal part
 # The modules whose code decides what an entry holds.
 _SOURCES = ("analyze.py", "build.py", "discover.py", "fields.py", "frontmatter.py", "index.py", "reuse.py",
             "skills.py", "tokenize.py")
@@ -59,39 +60,64 @@ def key(profile):
 def load(path, want_key):
     """``(vocab, entries, layout)`` stored at ``path`` under ``want_key``, or
     ``([], {}, None)`` when the file is missing, damaged or made under
-    another key."""
+    another key.  The layout's arrays come as buffers (views of the file's
+    bytes), for ``array.frombytes``."""
     empty = [], {}, None
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
         return empty
-    if len(data) < 24 or data[:8] != MAGIC:
+    if len(data) < 32 or data[:8] != MAGIC:
         return empty
     body = memoryview(data)[24:]
     if hashlib.blake2b(body, digest_size=16).digest() != data[8:24]:
         return empty
+    head = int.from_bytes(body[:8], "little")
     try:
-        got = marshal.loads(body)
+        got = marshal.loads(body[8:8 + head])
     except (EOFError, ValueError, TypeError):
         return empty
     if (not isinstance(got, tuple) or len(got) != 4 or got[0] != want_key
             or not isinstance(got[1], list) or not isinstance(got[2], dict)):
         return empty
-    return got[1], got[2], got[3] if isinstance(got[3], dict) else None
+    layout = got[3] if isinstance(got[3], dict) else None
+    pos = 8 + head
+    for k, v in (layout or {}).items():
+        if isinstance(v, tuple) and len(v) == 3 and v[0] == "array":
+            n = v[2] * array(v[1]).itemsize
+            layout[k] = body[pos:pos + n]
+            pos += n
+    if pos != len(body):
+        return empty
+    return got[1], got[2], layout
 
 
 def save(path, store_key, vocab, entries, layout=None):
     """Write ``entries`` atomically (``store.write_atomically``: temp file,
     fsync, rename, never through a planted link).  Returns False, leaving
     any old store in place, when the write fails: the index is already
-    written, and a missing store only costs a full build."""
+    written, and a missing store only costs a full build.  The layout's
+    arrays are written as they are in memory after the rest, not copied
+    into one marshal string (tens of MB at 20k skills)."""
     from retriever import store
+    small = None
+    chunks = []
     if layout is not None:
-        layout = {k: (v.tobytes() if hasattr(v, "tobytes") else v) for k, v in layout.items()}
-    body = marshal.dumps((store_key, vocab, entries, layout))
+        small = {}
+        for k, v in layout.items():
+            if isinstance(v, array):
+                small[k] = ("array", v.typecode, len(v))
+                chunks.append(memoryview(v).cast("B"))
+            else:
+                small[k] = v
+    head = marshal.dumps((store_key, vocab, entries, small))
+    chunks[:0] = [len(head).to_bytes(8, "little"), head]
+    h = hashlib.blake2b(digest_size=16)
+    for c in chunks:
+        h.update(c)
     try:
-        store.write_atomically(path, (MAGIC, hashlib.blake2b(body, digest_size=16).digest(), body))
+        store.write_atomically(path, [MAGIC, h.digest()] + chunks)
         return True
     except OSError:
         return False

@@ -15,6 +15,7 @@ import threading
 
 import pytest
 
+from retriever import index as index_mod
 from retriever import reuse, store
 from skillret_helpers import BIN, REPO, assert_clean, make_skill, run_cli
 
@@ -151,27 +152,53 @@ def test_an_edit_that_reorders_other_skills_postings_stays_exact(tmp_path, cli_e
     cold_equals(root, index, cli_env, tmp_path)
 
 
+def test_a_few_edits_update_the_stored_postings(tmp_path, cli_env):
+    # In process, to see which way the postings were made: after an edit,
+    # an addition and a deletion they are updated from the store (a layout
+    # that silently failed to fit would still give the right index, only
+    # as slowly as before).
+    from retriever import build as build_mod
+    root = tmp_path / "skills"
+    library(root)
+    index = str(tmp_path / "idx" / "index.skr")
+    header, _ = build_mod.build(build_mod.resolve([str(root)], use_config=False), index)
+    assert not header["updated"]
+    make_skill(root, "cat1/skill-04", {"name": "skill-04", "description": "now about certificates"})
+    make_skill(root, "new/added", {"name": "added", "description": "fresh zebra words"})
+    shutil.rmtree(root / "cat2" / "skill-05")
+    for n, reused in enumerate((13, 14)):  # the second build: from a store an update wrote
+        scope = build_mod.resolve([str(root)], use_config=False)
+        header, _ = build_mod.build(scope, index)
+        assert header["updated"] and header["reused"] == reused
+        cold = str(tmp_path / ("cold%d.skr" % n))
+        build_mod.build(scope, cold)
+        assert index_bytes(tmp_path / "idx" / "index.skr") == index_bytes(tmp_path / ("cold%d.skr" % n))
+        make_skill(root, "cat0/skill-06", {"name": "skill-06", "description": "edited again"})
+
+
 def test_a_store_whose_postings_do_not_fit_still_gives_the_exact_index(tmp_path, cli_env):
     # Checksummed and keyed, but the stored postings are cut short: the
     # rebuild deals every posting out afresh from the (sound) entries.
-    import hashlib
     root = tmp_path / "skills"
     library(root)
     index = tmp_path / "idx" / "index.skr"
     build(root, index, cli_env)
-    path = tmp_path / "idx" / "index.skr.reuse"
-    key, vocab, entries, layout = marshal.loads(path.read_bytes()[24:])
-    layout["doc"] = layout["doc"][:-8]
-    body = marshal.dumps((key, vocab, entries, layout))
-    path.write_bytes(reuse.MAGIC + hashlib.blake2b(body, digest_size=16).digest() + body)
+    path = str(tmp_path / "idx" / "index.skr.reuse")
+    vocab, entries, layout = reuse.load(path, _store_key(index))
+    layout["doc"] = bytes(layout["doc"][:-8])
+    assert reuse.save(path, _store_key(index), vocab, entries, layout)
     make_skill(root, "cat1/skill-07", {"name": "skill-07", "description": "edited after the first build"})
     proc = build(root, index, cli_env)
     assert "files unchanged" in proc.stdout
     cold_equals(root, index, cli_env, tmp_path)
+    # ... and the store that build wrote is whole again.
+    from retriever import build as build_mod
+    make_skill(root, "cat1/skill-08", {"name": "skill-08", "description": "edited once more"})
+    header, _ = build_mod.build(build_mod.resolve([str(root)], use_config=False), str(index))
+    assert header["updated"]
 
 
 def _store_key(index):
-    from retriever import index as index_mod
     return reuse.key(index_mod.PROFILES["default"])
 
 
@@ -201,19 +228,15 @@ def _damage(kind, path):
         path.write_bytes(b"")
     elif kind == "other-key":
         # Whole and checksummed, but made under another key (older code).
-        import hashlib
-        body = marshal.dumps(("another key", [], {}, None))
-        path.write_bytes(reuse.MAGIC + hashlib.blake2b(body, digest_size=16).digest() + body)
+        reuse.save(str(path), "another key", [], {})
     elif kind == "wrong-shape":
         # Checksummed and keyed, but the entries do not fit the vocabulary:
         # term numbers beyond it.
-        import hashlib
-        got = marshal.loads(memoryview(data)[24:])
-        key, vocab, entries, layout = got
+        key = reuse.key(index_mod.PROFILES["default"])
+        vocab, entries, layout = reuse.load(str(path), key)
         entries = {p: e[:9] + ([(v, b"\xff\xff\xff\x7f" * 3) for v, _ in e[9]],) if len(e) == 10 else e
                    for p, e in entries.items()}
-        body = marshal.dumps((key, vocab[:1], entries, layout))
-        path.write_bytes(reuse.MAGIC + hashlib.blake2b(body, digest_size=16).digest() + body)
+        assert reuse.save(str(path), key, vocab[:1], entries, layout)
 
 
 @pytest.mark.parametrize("kind", ["truncated", "flipped", "garbage", "empty", "other-key", "wrong-shape"])
