@@ -61,11 +61,12 @@ def _explicit_root(r):
     return out
 
 
-def signature(scope, walked=None):
+def signature(scope, walked=None, stats=None):
     """Digest of the stat manifest and the roots: changes iff the skills,
-    their locations or the config changed."""
+    their locations or the config changed.  ``walked`` and ``stats``: a
+    discover.walk_roots() result and the stat results it took."""
     extra = [scope["config"]] if scope["config"] else []
-    man = discover.manifest(scope["roots"], extra, walked)
+    man = discover.manifest(scope["roots"], extra, walked, stats)
     roots = tuple((r["path"], r["prefix"]) if locate.root_key(r) == r["path"] else locate.root_key(r)
                   for r in scope["roots"])
     # repr, not marshal: marshal output depends on object identity (shared
@@ -151,8 +152,9 @@ def build(scope, index_path, profile="default", warn=None, memory=None, verbose=
     gc.disable()
     try:
         skipped = []
-        walked = discover.walk_roots(scope["roots"], skipped)
-        args = (scope, index_path, profile, warn, memory, verbose, progress, walked, skipped, t0)
+        stats = {}  # each SKILL.md stat once, by the walk
+        walked = discover.walk_roots(scope["roots"], skipped, stats)
+        args = (scope, index_path, profile, warn, memory, verbose, progress, walked, stats, skipped, t0)
         try:
             return _build(*args, use_store=True)
         except _StoreDamaged as exc:
@@ -168,15 +170,15 @@ class _StoreDamaged(Exception):
     """Reused entries did not fit together (see build)."""
 
 
-def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, skipped, t0, use_store):
-    sig = signature(scope, walked)
+def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, stats, skipped, t0, use_store):
+    sig = signature(scope, walked, stats)
     prof = index.PROFILES[profile]
     _PROFILE["profile"] = prof
     store_path = reuse.path_for(index_path)
     store_key = reuse.key(prof)
     vocab, old, layout = reuse.load(store_path, store_key) if use_store else ([], {}, None)
 
-    jobs = skills.scan(scope["roots"], walked)
+    jobs = skills.scan(scope["roots"], walked, stats)
     results = [None] * len(jobs)
     todo = []
     root_keys = {}  # the stamp's root part, once per root

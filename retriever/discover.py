@@ -80,7 +80,7 @@ MAX_DIRS = 200000
 PATH_MAX = 4096
 
 
-def walk_skill_files(root, problems=None, inside=None):
+def walk_skill_files(root, problems=None, inside=None, stats=None):
     """Yield ``(skill_dir, skill_md_path)`` below ``root``, sorted by path.
 
     A symlinked folder is followed only when its target lies inside
@@ -92,6 +92,8 @@ def walk_skill_files(root, problems=None, inside=None):
     down and after MAX_DIRS folders.  What it skips and why (links out of
     the roots, unreadable folders, paths past PATH_MAX, a SKILL.md that
     is a FIFO or a device) is appended to ``problems`` as ``(path, reason)``.
+    ``stats``, a dict, receives each SKILL.md's ``os.stat`` result (taken
+    here anyway), so the build need not stat the file again.
     """
     report = problems.append if problems is not None else (lambda item: None)
     inside = [os.path.realpath(root)] + [p for p in (inside or ()) if p]
@@ -125,9 +127,11 @@ def walk_skill_files(root, problems=None, inside=None):
         has_skill = False
         for e in entries:
             if e.name == "SKILL.md":
-                kind = _kind(e)
+                kind, st = _kind_stat(e)
                 if kind == "file":
                     has_skill = True
+                    if stats is not None:
+                        stats[e.path] = st
                 elif kind != "dir":
                     report((e.path, "not a regular file (%s); skipped" % kind))
         if has_skill:
@@ -164,20 +168,26 @@ def walk_skill_files(root, problems=None, inside=None):
 def _kind(entry):
     """"file", "dir", "missing" or the kind of special file ``entry`` is
     (following symlinks)."""
+    return _kind_stat(entry)[0]
+
+
+def _kind_stat(entry):
+    """``(_kind(entry), its stat result or None)``."""
     import stat
     try:
-        mode = entry.stat(follow_symlinks=True).st_mode
+        st = entry.stat(follow_symlinks=True)
     except OSError:
-        return "missing"
+        return "missing", None
+    mode = st.st_mode
     if stat.S_ISREG(mode):
-        return "file"
+        return "file", st
     if stat.S_ISDIR(mode):
-        return "dir"
+        return "dir", st
     if stat.S_ISFIFO(mode):
-        return "FIFO"
+        return "FIFO", st
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "device"
-    return "socket" if stat.S_ISSOCK(mode) else "special file"
+        return "device", st
+    return ("socket" if stat.S_ISSOCK(mode) else "special file"), st
 
 
 def skill_id(root, skill_dir):
@@ -194,28 +204,30 @@ def skill_id(root, skill_dir):
     return root["prefix"] + "/".join(parts)
 
 
-def walk_roots(roots, problems=None):
+def walk_roots(roots, problems=None, stats=None):
     """``{root path: walk_skill_files(root path)}``, walked once per build
     and shared by the manifest and the collection; a symlink from one root
-    into another is followed.  What was skipped goes to ``problems``."""
+    into another is followed.  What was skipped goes to ``problems``, the
+    files' stat results to ``stats`` (see walk_skill_files)."""
     inside = [os.path.realpath(r["path"]) for r in roots]
-    return {r["path"]: walk_skill_files(r["path"], problems, inside) for r in roots}
+    return {r["path"]: walk_skill_files(r["path"], problems, inside, stats) for r in roots}
 
 
-def manifest(roots, extra_files=(), walked=None):
+def manifest(roots, extra_files=(), walked=None, stats=None):
     """Stat signature of everything the index depends on.
 
     A tuple of ``(path, mtime_ns, size)`` for every SKILL.md below the roots
     plus ``extra_files`` (config.yaml); missing files are recorded as -1.
     Any add, remove, rename or edit at any depth changes it.  ``walked``
-    reuses a walk_roots() result.
+    reuses a walk_roots() result, ``stats`` the stat results it took.
     """
     walked = walked or walk_roots(roots)
+    stats = stats or {}
     sig = []
     for r in roots:
         for _, md in walked[r["path"]]:
             try:
-                st = os.stat(md)
+                st = stats.get(md) or os.stat(md)
                 sig.append((md, st.st_mtime_ns, st.st_size))
             except OSError:
                 pass

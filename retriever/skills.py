@@ -83,15 +83,17 @@ def manual_only(meta):
     return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "yes", "on"))
 
 
-def scan(roots, walked=None):
+def scan(roots, walked=None, stats=None):
     """Every SKILL.md below ``roots`` (in precedence order), each file once.
 
     Returns a list of ``(root, skill_dir, md, stat)``; ``stat`` is
     ``(size, mtime_ns, inode)``, taken before the file is read, or the
     OSError that stat raised.  A file reached twice (through a symlink) is
     listed the first time only; skills deeper than a root's ``max_depth``
-    are left out.  ``walked`` reuses a discover.walk_roots() result.
+    are left out.  ``walked`` reuses a discover.walk_roots() result,
+    ``stats`` the stat results that walk took.
     """
+    stats = stats or {}
     jobs = []
     seen = set()
     for root in roots:
@@ -101,7 +103,7 @@ def scan(roots, walked=None):
             if max_depth is not None and _depth(root["path"], skill_dir) > max_depth:
                 continue  # the runner never looks that deep
             try:
-                st = os.stat(md)
+                st = stats.get(md) or os.stat(md)
             except OSError as exc:
                 jobs.append((root, skill_dir, md, exc))
                 continue
