@@ -60,33 +60,45 @@ def key(profile):
 def load(path, want_key):
     """``(vocab, entries, layout)`` stored at ``path`` under ``want_key``, or
     ``([], {}, None)`` when the file is missing, damaged or made under
-    another key.  The layout's arrays come as buffers (views of the file's
-    bytes), for ``array.frombytes``."""
+    another key.  The layout's arrays come as bytes or, the large ones,
+    as views of the file's bytes (for ``array.frombytes``)."""
     empty = [], {}, None
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            pre = f.read(32)
+            if len(pre) < 32 or pre[:8] != MAGIC:
+                return empty
+            head = int.from_bytes(pre[24:32], "little")
+            if 32 + head > os.fstat(f.fileno()).st_size:
+                return empty
+            # Two reads, so the marshal part's bytes (half the file) can go
+            # once unmarshalled, before the rebuild's peak.
+            hb = f.read(head)
+            rest = f.read()
     except OSError:
         return empty
-    if len(data) < 32 or data[:8] != MAGIC:
+    h = hashlib.blake2b(pre[24:32], digest_size=16)
+    h.update(hb)
+    h.update(rest)
+    if len(hb) != head or h.digest() != pre[8:24]:
         return empty
-    body = memoryview(data)[24:]
-    if hashlib.blake2b(body, digest_size=16).digest() != data[8:24]:
-        return empty
-    head = int.from_bytes(body[:8], "little")
     try:
-        got = marshal.loads(body[8:8 + head])
+        got = marshal.loads(hb)
     except (EOFError, ValueError, TypeError):
         return empty
+    del hb
     if (not isinstance(got, tuple) or len(got) != 4 or got[0] != want_key
             or not isinstance(got[1], list) or not isinstance(got[2], dict)):
         return empty
     layout = got[3] if isinstance(got[3], dict) else None
-    pos = 8 + head
+    body = memoryview(rest)
+    pos = 0
     for k, v in (layout or {}).items():
         if isinstance(v, tuple) and len(v) == 3 and v[0] == "array":
             n = v[2] * array(v[1]).itemsize
-            layout[k] = body[pos:pos + n]
+            # The posting-sized ones as views (update_terms reads them once);
+            # the small ones copied, so they do not keep the file's bytes.
+            layout[k] = body[pos:pos + n] if n >= 1 << 20 else bytes(body[pos:pos + n])
             pos += n
     if pos != len(body):
         return empty
