@@ -264,6 +264,13 @@ def answer(text, req, idx=None):
     top_k, inject_k = settings.limits(req.get("k"))
     keep = req.get("keep")
     path = None
+    provider = req.get("semantic", "client")
+    if idx is None and provider == "client" and settings.get("SKILL_RETRIEVAL_SEMANTIC"):
+        # Ask the warm helper now, before loading the index: it encodes
+        # the text and scans the vectors while this process loads and runs
+        # BM25 (a stdlib socket).  Turned off, the tier is not imported.
+        from retriever import semantic
+        provider = semantic.early(index_path(req), text) if semantic.installed() else None
     if idx is None:
         if req.get("wait") is not None and not req.get("fresh"):
             idx = open_detached(req)
@@ -275,7 +282,6 @@ def answer(text, req, idx=None):
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
     # absent: the warm helper).  req["tiers"] says which answered.
-    provider = req.get("semantic", "client")
     try:
         # A caller with its own idx (the plugin) names its file in _path,
         # so the semantic tier can find that index's vectors.

@@ -322,6 +322,58 @@ def test_stale_socket_or_tier_off_gives_the_bm25_answer(tmp_path, tree, helpers)
     assert stale["tiers"] == ["bm25"] and stale["results"] == off["results"]
 
 
+def test_the_helper_is_asked_before_the_index_is_loaded(tmp_path, tree, helpers, monkeypatch):
+    """The question goes out before the client loads its index and runs
+    BM25, so the helper's encode and vector scan overlap the client's own
+    work (issue 16: warm-helper latency at 20,000 skills)."""
+    from retriever import service, store
+    from retriever.semantic import client
+    env, _ = helpers[0](idle=60)
+    assert _wait(lambda: _fused(env, tree["index"], "提取PDF文字")["tiers"] == ["bm25", "semantic"])
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    events = []
+    real_load, real_frame = store.load, client.frame
+    monkeypatch.setattr(store, "load", lambda *a, **kw: events.append("load") or real_load(*a, **kw))
+    monkeypatch.setattr(client, "frame", lambda payload: events.append(payload.split(b"\n")[0].decode())
+                        or real_frame(payload))
+    req = {"index": tree["index"]}
+    results, _ = service.answer("把扫描的PDF文件里的文字提取出来", req)
+    assert req["tiers"] == ["bm25", "semantic"] and results[0]["name"] == "pdf-text-extraction"
+    assert events[:2] == ["cosall", "load"], events
+
+
+def test_the_helper_follows_a_rebuilt_index_and_a_reply_about_another_build_is_refused(tmp_path, helpers):
+    from retriever import build, store
+    from retriever.semantic import client
+    root = make_tree(tmp_path / "skills")
+    index = str(tmp_path / "i.skr")
+
+    def rebuild():
+        scope = build.resolve([str(root)])
+        scope["disabled"] = set()
+        build.build(scope, index)
+    rebuild()
+    env, _ = helpers[0](idle=60)
+    text = "我想把网页上的表格抓下来"
+    assert _wait(lambda: _fused(env, index, text)["tiers"] == ["bm25", "semantic"])
+    assert all(r["name"] != "web-table-scraper" for r in _fused(env, index, text)["results"])
+    old_key = client.index_key(store.load(index)["header"])
+    # A rebuild renames a new file over the index: the helper notices (stat)
+    # and answers about the new build, with the new skill's vector.
+    make_skill(root, "web/web-table-scraper", {"name": "web-table-scraper", "description":
+               "Scrape HTML tables from web pages into CSV files."}, body="Use pandas.read_html.")
+    rebuild()
+    assert _wait(lambda: (lambda d: d["tiers"] == ["bm25", "semantic"]
+                          and d["results"][0]["name"] == "web-table-scraper")(_fused(env, index, text)))
+    # A reply about another build than the client loaded is never used.
+    sock = client.connect(_sock(env), 20.0)
+    p = client.Provider(spawn=False)
+    s = client.Session(p, sock, index, text)
+    s.key = old_key
+    assert s(text, [0, 1]) is None and "another build" in p.status
+
+
 def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, tree, helpers):
     env = _helper_env(tmp_path, idle=5)
     helpers[1](env)

@@ -12,9 +12,12 @@ Hermes plugin, the build and the eval.
 
 ``search`` is the one entry: BM25 as ``query.search`` does it, then, when
 a cosine provider answers, the fused ranking and its abstention.  A
-provider is an object with ``begin(index_path, idx)`` returning a function
+provider is an object with ``begin(index_path, idx, text)`` (``text``: what
+the encoder reads, ``encoder_text``) returning a function
 ``(text, candidates) -> {skill number: cosine} or None``, or None when it
-cannot answer now (no helper yet, model or vectors still loading).
+cannot answer now (no helper yet, model or vectors still loading).  The
+warm helper's provider may have been asked earlier (``early``), so the
+helper works while this process loads its index and runs BM25.
 """
 
 import posix
@@ -87,7 +90,7 @@ def search(idx, index_path, text, k, provider, min_score=None, min_ratio=None, k
     encoder finds a close skill.  ``keep`` limits the ranking to what the
     caller can show."""
     from retriever import query
-    session = provider.begin(index_path, idx) if provider is not None else None
+    session = provider.begin(index_path, idx, encoder_text(text)) if provider is not None else None
     if session is not None:
         if min_score is None:
             min_score = query.min_score_setting()
@@ -143,6 +146,16 @@ def fused_search(idx, text, k, session, min_score, min_ratio, keep=None, explain
         return []
     floor = f0 * min_ratio
     return [r for _, f, _, r in picked if f >= floor]
+
+
+def early(index_path, text):
+    """The warm helper's provider, already asked about ``text`` on the
+    index file ``index_path`` (before the caller loads it).  For
+    ``rank``'s ``provider``; the caller checks ``enabled()`` first."""
+    from retriever.semantic import client
+    p = client.Provider()
+    p.ask(index_path, encoder_text(text))
+    return p
 
 
 def rank(idx, index_path, text, k, req=None, keep=None, provider="client"):

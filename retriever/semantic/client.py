@@ -116,50 +116,129 @@ def request(sock, lines):
     return read_frame(sock).decode("utf-8", "replace").split("\n")
 
 
-def parse_scores(reply):
-    """``{skill number: cosine}`` from an ``ok`` reply, else None."""
-    if not reply or reply[0] != "ok":
+# Cosines travel as signed 16-bit integers (cosine x SCALE), one per skill
+# in skill-number order: the reply must carry every skill's cosine, since
+# the helper is asked before BM25 has chosen its candidates.  Two bytes a
+# skill (40 KB at 20,000) and ``int.from_bytes`` per candidate: no ``json``,
+# ``struct`` or ``array`` import; precision 3e-5.
+SCALE = 32767
+
+
+def parse_all(raw, key, candidates):
+    """``{skill number: cosine}`` for ``candidates`` and the helper's dense
+    top, from a ``cosall`` reply (``ok``, the index build, the skill count,
+    the dense top's skill numbers, then the packed cosines); None when it
+    is not ``ok``.  Raises ValueError when the helper answered for another
+    build of the index than ``key`` (the file changed between the two
+    loads: skill numbers would not match)."""
+    status, _, rest = raw.partition(b"\n")
+    if status != b"ok":
         return None
+    got_key, _, rest = rest.partition(b"\n")
+    if got_key.decode("utf-8", "surrogateescape") != key:
+        raise ValueError("the helper has another build of the index")
+    n_s, _, rest = rest.partition(b"\n")
+    top_s, _, blob = rest.partition(b"\n")
+    n = int(n_s)
+    if len(blob) != 2 * n:
+        raise ValueError("short reply")
     out = {}
-    for line in reply[1:]:
-        if line:
-            d, _, c = line.partition(" ")
-            out[int(d)] = float(c)
+    for d in [int(t) for t in top_s.split()] + list(candidates):
+        if 0 <= d < n:
+            out[d] = int.from_bytes(blob[2 * d:2 * d + 2], "little", signed=True) / SCALE
     return out
 
 
+class Session:
+    """One question to the helper over a connected socket.
+
+    The question (index path and text) goes out as soon as the client
+    knows them, before it loads its index and runs BM25 (``Provider.ask``),
+    so the helper encodes the text and scans the skill vectors (about 7 ms
+    at 20,000 skills) while this process does its own work: the two
+    overlap, and the client waits only for what is left.  Calling the
+    session with the text and BM25's candidates reads the reply, within
+    the deadline, and checks it is about the index build loaded here."""
+
+    def __init__(self, provider, sock, index_path, text):
+        self.provider, self.sock, self.index_path, self.text = provider, sock, index_path, text
+        self.key = None
+        try:
+            sock.sendall(frame(("cosall\n%s\n%s" % (index_path, text.replace("\n", " ")))
+                               .encode("utf-8", "surrogateescape")))
+        except OSError as exc:
+            self._failed(exc)
+
+    def _failed(self, exc):
+        self.provider.status = "helper did not answer in time" if "timed out" in str(exc) else \
+            "helper failed (%s)" % exc
+        if self.sock is not None:
+            self.sock.close()
+        self.sock = None
+
+    def __call__(self, text, candidates):
+        """``{skill number: cosine}`` or None (no answer in time, the
+        helper is still loading, or it answered about another build)."""
+        if self.sock is None:
+            return None
+        if text != self.text:
+            self._failed(ValueError("asked about another text"))
+            return None
+        try:
+            raw = read_frame(self.sock)
+            scores = parse_all(raw, self.key, candidates)
+        except (OSError, ValueError) as exc:
+            self._failed(exc)
+            return None
+        self.sock.close()
+        self.sock = None
+        self.provider.status = "answered" if scores is not None else \
+            " ".join(raw.decode("utf-8", "replace").split("\n")[:2]).strip()
+        return scores
+
+
 class Provider:
-    """Cosines from the warm helper (see ``retriever.semantic.search``)."""
+    """Cosines from the warm helper (see ``retriever.semantic.search``).
+
+    ``ask(index_path, text)`` sends the question early (the answer path
+    does it before loading the index); ``begin`` then hands that session
+    to the fusion, or asks now when nothing was sent."""
 
     def __init__(self, spawn=True):
         self.spawn = spawn
         self.status = "not asked"
+        self.session = None
+        self.asked = False
 
-    def begin(self, index_path, idx):
-        """A function asking the helper about ``idx``, or None when no
-        helper answers (one is started, detached, when allowed)."""
+    def ask(self, index_path, text):
+        """Send ``text`` (what the encoder reads, ``encoder_text``) about
+        the index file ``index_path`` now; False when no helper answers
+        (one is started, detached, when allowed)."""
+        self.asked = True
         sock = connect()
         if sock is None:
             self.status = "no helper"
             if self.spawn:
                 start_detached()
-            return None
-        key = index_key(idx["header"])
+            return False
+        self.session = Session(self, sock, index_path, text)
+        return True
 
-        def ask(text, candidates):
-            try:
-                reply = request(sock, ["cos", index_path, key, " ".join(map(str, candidates)),
-                                       text.replace("\n", " ")])
-            except OSError as exc:
-                self.status = "helper did not answer in time" if "timed out" in str(exc) else \
-                    "helper failed (%s)" % exc
+    def begin(self, index_path, idx, text=None):
+        """A ``Session`` for ``idx`` (the one ``ask`` started when it was
+        about this file), or None when no helper answers."""
+        s = self.session
+        if s is None or s.index_path != index_path:
+            if self.asked and s is None:
+                return None  # ask found no helper a moment ago
+            if text is None:
                 return None
-            finally:
-                sock.close()
-            scores = parse_scores(reply)
-            self.status = "answered" if scores is not None else " ".join(reply[:2]).strip()
-            return scores
-        return ask
+            if not self.ask(index_path, text):
+                return None
+            s = self.session
+        self.session = None  # one answer per question
+        s.key = index_key(idx["header"])
+        return s
 
 
 def start_detached(force=False):

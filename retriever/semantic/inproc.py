@@ -27,7 +27,7 @@ class Provider:
         except Exception as exc:
             self.status = "failed (%s: %s)" % (type(exc).__name__, exc)
 
-    def begin(self, index_path, idx):
+    def begin(self, index_path, idx, text=None):
         """A function giving cosines for ``idx``, or None while loading."""
         from retriever.semantic import client, helper
         if not self.model_ready or not index_path:
