@@ -415,6 +415,20 @@ def test_the_hermes_plugin_fuses_in_process(tmp_path, tree, monkeypatch):
     assert runtime.new_state(roots=[tree["root"]], index_path=tree["index"], interval=None)["semantic"] is None
 
 
+def test_the_plugin_loads_an_index_vectors_while_its_model_loads(tree):
+    """The first call for an index starts loading its vectors even before
+    the model is ready (and answers BM25 only meanwhile), so the first
+    turn after the model is ready fuses instead of starting the load."""
+    from retriever import store
+    from retriever.semantic import inproc
+    p = inproc.Provider()
+    idx = store.load(tree["index"])
+    session = p.begin(tree["index"], idx)
+    assert session is None or p.model_ready  # never waits for the model
+    assert tree["index"] in p.indexes.loading or tree["index"] in p.indexes.ready
+    assert p.wait(tree["index"], idx, timeout=300), p.status
+
+
 def test_the_client_imports_only_the_stdlib_client_never_numpy(tmp_path, tree, helpers):
     from test_architecture import QUERY_MODULES, SEMANTIC_CLIENT_MODULES, _imported
     env, _ = helpers[0](idle=30)

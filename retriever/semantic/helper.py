@@ -113,6 +113,7 @@ class Indexes:
                 t0 = time.perf_counter()
                 mat, n = vectors.ensure(path, idx)
                 self.log("embedded %d skills of %s in %.1fs" % (n, path, time.perf_counter() - t0))
+            self.log("vectors of %s ready (%d skills)" % (path, len(mat)))
             with self.mu:
                 self.ready[path] = (key, sig, idx, mat)
                 while len(self.ready) > self.max_indexes:

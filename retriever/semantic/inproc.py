@@ -13,27 +13,34 @@ class Provider:
 
     def __init__(self, log=None, max_indexes=None):
         from retriever.semantic import helper
-        self.indexes = helper.Indexes(log or (lambda m: None), max_indexes or helper.MAX_INDEXES)
+        self.log = log or (lambda m: None)
+        self.indexes = helper.Indexes(self.log, max_indexes or helper.MAX_INDEXES)
         self.model_ready = False
         self.status = "loading"
         threading.Thread(target=self._warm, daemon=True, name="skill-retrieval-model").start()
 
     def _warm(self):
+        import time
+        t0 = time.perf_counter()
         try:
             from retriever.semantic import embed
             embed.model()
             self.model_ready = True
             self.status = "ready"
+            self.log("model loaded in %.1fs" % (time.perf_counter() - t0))
         except Exception as exc:
             self.status = "failed (%s: %s)" % (type(exc).__name__, exc)
+            self.log("model failed to load: " + self.status)
 
     def begin(self, index_path, idx, text=None):
-        """A function giving cosines for ``idx``, or None while loading."""
+        """A function giving cosines for ``idx``, or None while loading.
+        The index's vectors start loading on the first call even while
+        the model loads, so the first turn after the model is ready fuses."""
         from retriever.semantic import client, helper
-        if not self.model_ready or not index_path:
+        if not index_path:
             return None
         got = self.indexes.get(index_path, client.index_key(idx["header"]))
-        if got is None:
+        if got is None or not self.model_ready:
             return None
         _, mat = got
         return lambda text, candidates: helper.cosines(mat, text, candidates)

