@@ -122,7 +122,18 @@ def test_alpha_falls_for_non_latin_and_poorly_covered_queries():
     from retriever.semantic import fuse
     assert fuse.alpha_for("rotate my certificates", 1.0) == fuse.ALPHA
     assert fuse.alpha_for("证书轮换", 1.0) == fuse.ALPHA_FOREIGN
-    assert fuse.alpha_for("rotar los certificados", 0.2) == fuse.ALPHA_LOW_COVER
+    assert fuse.alpha_for("rotar los certificados", 0.0) == fuse.ALPHA_LOW
+
+
+def test_bm25_weight_rises_with_coverage_without_a_step():
+    """No jump at half coverage: a query BM25 covers 0.49 and one it covers
+    0.51 get nearly the same weight (the step used to flip them)."""
+    from retriever.semantic import fuse
+    q = "rotate my certificates"
+    ws = [fuse.alpha_for(q, c / 100.0) for c in range(0, 101)]
+    assert ws == sorted(ws) and ws[0] == fuse.ALPHA_LOW and ws[-1] == fuse.ALPHA
+    assert max(b - a for a, b in zip(ws, ws[1:])) < 0.01
+    assert abs(fuse.alpha_for(q, 0.51) - fuse.alpha_for(q, 0.49)) < 0.02
 
 
 # ------------------------------------------------------------------- vectors

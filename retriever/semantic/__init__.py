@@ -237,8 +237,8 @@ def explain(idx, index_path, text, k, w):
     if res is None:
         w("semantic tier: no cosines (helper failed)\n")
         return
-    w("semantic tier: fused = %.2f x BM25/BM25max + %.2f x cosine (BM25 weight lowered for non-Latin "
-      "queries and when BM25 covers under half the query; best BM25 coverage %.2f)\n"
+    w("semantic tier: fused = %.2f x BM25/BM25max + %.2f x cosine (BM25's weight rises with the share "
+      "of the query BM25 covers, and is low for non-Latin queries; best BM25 coverage %.2f)\n"
       % (info["alpha"], 1 - info["alpha"], info["coverage_bm25_best"]))
     if "best_cosine" in info:
         w("  best fused skill: cosine %.3f (floor %.2f), coverage %.2f (threshold %.2f): %s\n"
