@@ -159,6 +159,20 @@ def test_vectors_are_reused_for_unchanged_skills_and_stale_ones_detected(tmp_pat
     assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]
 
 
+def test_a_build_embeds_over_threads_with_the_same_vectors(tree, provider):
+    """The build splits the skills over one thread per core; each thread's
+    rows are the ones one thread alone would give, in order."""
+    import numpy as np
+    from retriever import store
+    from retriever.semantic import embed, vectors
+    texts = vectors.texts_of(store.load(tree["index"])) * 8  # 40: over the threading threshold
+    texts = [t + " (%d)" % i for i, t in enumerate(texts)]
+    one = embed.encode(texts)
+    two = embed.encode(texts, workers=3)
+    assert two.shape == one.shape and np.allclose(one, two, atol=1e-5)
+    assert embed.workers() >= 1
+
+
 def test_vectors_never_replace_a_file_that_is_not_theirs(tmp_path):
     from retriever import build, store
     from retriever.semantic import vectors

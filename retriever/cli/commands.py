@@ -124,6 +124,8 @@ def run_build(args):
         sys.stderr.write("skill-retrieve: warning: no skill folders found%s\n"
                          % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, "
                             ".agents/skills; name yours with: skill-retrieve roots add DIR)"))
+    from retriever import semantic
+    semantic.prepare_build()  # the encoder loads while BM25 indexes
     prog = progress.reporter(quiet=args.quiet)
     try:
         header, problems = build.build(scope, path, args.profile,
@@ -142,7 +144,6 @@ def run_build(args):
                                                     disabled, shadowed, len(problems), header["build_seconds"],
                                                     ", %d files unchanged" % header["reused"]
                                                     if header.get("reused") else ""))
-    from retriever import semantic
     semantic.build_vectors(path, sys.stdout.write)
     return 0
 

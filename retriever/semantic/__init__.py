@@ -199,10 +199,20 @@ def state(index_paths=()):
     return out
 
 
+def prepare_build():
+    """Start loading the encoder in the background when the tier is on,
+    before ``skill-retrieve build`` indexes (the load overlaps the BM25
+    build; ``build_vectors`` then finds the model ready)."""
+    if enabled():
+        from retriever.semantic import embed
+        embed.load_in_background()
+
+
 def build_vectors(index_path, out=None):
     """Embed the skills of a freshly built index (``skill-retrieve
-    build``), reusing unchanged skills' vectors; a no-op when the tier is
-    off or not installed.  Writes one line to ``out`` (a write function)."""
+    build``), reusing unchanged skills' vectors, over one thread per core;
+    a no-op when the tier is off or not installed.  Writes one line to
+    ``out`` (a write function)."""
     if not enabled():
         return None
     import time
@@ -211,7 +221,7 @@ def build_vectors(index_path, out=None):
     embed.one_blas_thread()
     from retriever.semantic import vectors
     t0 = time.perf_counter()
-    _, n = vectors.ensure(index_path, store.load(index_path))
+    _, n = vectors.ensure(index_path, store.load(index_path), workers=embed.workers())
     took = time.perf_counter() - t0
     if out:
         out("semantic vectors: %d skill(s) embedded, the rest reused, %.2fs\n" % (n, took))
