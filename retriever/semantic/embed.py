@@ -13,7 +13,7 @@ _LOCK = threading.Lock()
 # over its tokens, so a long body drowns the one-line summary that best
 # says what a skill is for; ~600 characters keep the body's opening (usually
 # the "when to use" paragraph) without swamping the description (chosen on
-# the eval: see eval/tune_semantic.py).
+# the eval: see eval/tune_semantic.py and the README).
 BODY_CHARS = 600
 TEXT_CHARS = 1200
 
