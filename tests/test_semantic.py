@@ -399,6 +399,20 @@ def test_the_helper_follows_a_rebuilt_index_and_a_reply_about_another_build_is_r
     assert s(text, [0, 1]) is None and "another build" in p.status
 
 
+def test_with_no_helper_running_a_query_does_not_import_the_socket_module(tmp_path, tree):
+    """No socket file means no helper (an idle helper removes it): one
+    stat says so, before _socket's import and a connect are paid for."""
+    from test_architecture import QUERY_MODULES, _imported
+    env = _helper_env(tmp_path)
+    d = env["XDG_RUNTIME_DIR"] + "/skill-retrieval"
+    os.makedirs(d, mode=0o700)
+    open(d + "/semantic.spawned", "w").close()  # a start was just attempted: none now
+    mods, out = _imported(["--index", tree["index"], "pull the text out of a scanned pdf"], env)
+    assert b"pdf-text-extraction" in out
+    assert "_socket" not in mods and "retriever.semantic.client" in mods, mods - QUERY_MODULES
+    assert not os.path.exists(d + "/semantic.sock")
+
+
 def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, tree, helpers):
     env = _helper_env(tmp_path, idle=5)
     helpers[1](env)

@@ -96,10 +96,17 @@ def _read_n(sock, n):
 
 def connect(path=None, timeout=None):
     """A connected socket to the helper, or None (nothing listens)."""
-    import _socket
     path = path or socket_path()
     if not private_folder(path):
         return None  # missing, or someone else's: never talk to it
+    try:
+        if posix.stat(path).st_mode & 0o170000 != 0o140000:
+            return None  # not a socket
+    except OSError:
+        # No socket: no helper (an idle helper removes it on exit).  Said
+        # by a stat, before paying for _socket's import and a connect.
+        return None
+    import _socket
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     s.settimeout(timeout_s() if timeout is None else timeout)
     try:
