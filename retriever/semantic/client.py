@@ -5,7 +5,10 @@ A process that starts per prompt cannot load numpy and the model (about
 over a Unix socket, with a short deadline, and answers BM25 only on any
 failure.  ``_socket`` costs 0.5 ms to import where ``socket`` costs 8.7 ms
 (performance-facts.md section 10); the framing is a 4-byte length and
-newline-separated text, so neither ``json`` nor ``struct`` is needed.
+newline-separated text, the cosines packed int16 read with
+``int.from_bytes``, so neither ``json`` nor ``struct`` is needed.  The
+question goes out before the index is loaded (``Provider.ask``), so the
+helper's work overlaps the client's.
 
 When the tier is installed and no helper answers, the first query starts
 one, detached, and answers BM25 only; the next queries find it warm.
