@@ -38,6 +38,10 @@ def _ascii_table():
 
 
 _UTF8 = []  # the same for UTF-8 text whose non-ASCII separators are gone
+_ASCII_BYTES = []  # every ASCII byte, to delete them: the non-ASCII left (made on first use)
+# Non-ASCII character -> what it becomes in a lowercased, separated text
+# (" " for a separator, its lowercase for a letter; itself mostly).
+_LOWSEP = {}
 
 
 def _utf8_table():
@@ -45,6 +49,11 @@ def _utf8_table():
     t[128:256] = bytes(range(128, 256))
     _UTF8.append(bytes(t))
     return _UTF8[0]
+
+
+def _ascii_bytes():
+    _ASCII_BYTES.append(bytes(range(128)))
+    return _ASCII_BYTES[0]
 
 
 def _is_cjk(cp):
@@ -101,22 +110,48 @@ def tokenize(text):
     # skills are written in.  Only non-ASCII text pays for the import.
     from unicodedata import normalize
     text = normalize("NFKC", text)
-    low = text.lower()
-    if len(low) > 200:
-        # Long text (a skill body): str.translate pays a dict lookup per
-        # character.  Blank the few distinct non-ASCII separators (dashes,
-        # arrows, emoji) with str.replace instead, then split the rest with
-        # the bytes table, which passes UTF-8 lead and continuation bytes.
-        chars = set(low)
+    if len(text) > 200 and "\u03a3" not in text:
+        # Long text (a skill body): str.lower and str.translate pay per
+        # character, and most of a body is ASCII.  Work on its UTF-8 bytes
+        # instead: one bytes.translate lowercases and separates the ASCII,
+        # and each distinct non-ASCII character (a few dozen: dashes,
+        # arrows, emoji, accented letters) that lowercasing or separating
+        # changes is replaced throughout with one bytes.replace.  (UTF-8 is
+        # self-synchronising: one character's bytes never match inside
+        # another's.)  Capital sigma is left to str.lower, the one
+        # character whose lowercase depends on its neighbours.
+        data = text.encode("utf-8", "surrogatepass")
+        chars = set(data.translate(None, _ASCII_BYTES[0] if _ASCII_BYTES else _ascii_bytes())
+                    .decode("utf-8", "surrogatepass"))
+        kept = ""
+        fixed = []
         for ch in chars:
-            if ch > "\x7f" and _SEP[ord(ch)] == " ":
-                low = low.replace(ch, " ")
-        words = low.encode("utf-8", "surrogatepass").translate(_UTF8[0] if _UTF8 else _utf8_table()) \
-            .decode("utf-8", "surrogatepass").split()
-        top = max(chars)
+            new = _LOWSEP.get(ch)
+            if new is None:
+                new = _LOWSEP[ch] = ch.lower().translate(_SEP)
+            if new != ch:
+                fixed.append(ch)
+            kept += new
+        kept = kept.replace(" ", "")
+        if not kept:
+            # Every non-ASCII character is a separator (most bodies): the
+            # ASCII table blanks every byte of them at once, and an ASCII
+            # str splits several times faster.
+            return data.translate(_ASCII[0] if _ASCII else _ascii_table()).decode("ascii").split()
+        if not set(kept).isdisjoint(fixed):
+            data = None  # a replacement would be replaced again (not in real Unicode data)
+        else:
+            for ch in fixed:
+                data = data.replace(ch.encode("utf-8", "surrogatepass"),
+                                    _LOWSEP[ch].encode("utf-8", "surrogatepass"))
+            words = data.translate(_UTF8[0] if _UTF8 else _utf8_table()).decode("utf-8", "surrogatepass").split()
+            top = max(kept)
     else:
+        data = None
+    if data is None:
+        low = text.lower()
         words = low.translate(_SEP).split()
-        top = max(text)
+        top = max(low)
     # No character at or above the first CJK block (U+3040) means no word
     # needs splitting: max() runs in C, the word loop below does not.  (The
     # loop leaves words without CJK characters as they are, so a check on

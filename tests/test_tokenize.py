@@ -113,3 +113,18 @@ def test_queries_and_skills_meet_across_scripts_and_widths(tmp_path, cli):
     assert top("用python写爬虫") == "zh/crawler"
     assert top("\uff76\uff80\uff76\uff85") == "ja/katakana"  # ｶﾀｶﾅ
     assert top("한국어 문서를 요약해 줘") == "ko/docs"
+
+
+@pytest.mark.parametrize("piece", [
+    "Plain ASCII words — with an em dash, “curly quotes”, arrows → and emoji 🚀 only.",
+    "Accented É and Straße, İstanbul, Deseret \U00010400, ΣΟΦΙΑ and σοφός, Kelvin \u212a.",
+    "中文混合 text with カタカナ and 한국어, full-width ＰＹＴＨＯＮ, ｶﾀｶﾅ, ☃ snow.",
+    "Combining e\u0301 and lone surrogate \udc80 next to words_with_underscores.",
+])
+def test_long_text_tokenizes_as_its_short_pieces(piece):
+    """A skill body (over 200 characters) takes the tokenizer's bytes path;
+    it must split exactly as the short pieces it is made of do."""
+    pieces = [piece, piece.upper(), piece.lower(), "plain words"] * 8
+    text = " ".join(pieces)
+    assert len(text) > 200 and all(len(p) < 200 for p in pieces)
+    assert tokenize(text) == [t for p in pieces for t in tokenize(p)]
