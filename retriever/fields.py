@@ -60,41 +60,56 @@ def split_camel(word):
 _CONTROL = []  # compiled on first use: build path only
 
 
-def body_outline(body):
+def body_outline(body, headings_too=True):
     """``(headings, usage, negative, rest)`` of a Markdown body: its heading
     lines; the text of its "When to use"-style sections; the text of its
     "When NOT to use"-style sections; and the body without the latter.
-    A section runs to the next heading of the same or a higher level."""
+    A section runs to the next heading of the same or a higher level.
+    Without ``headings_too`` the headings may come back empty (a profile
+    without that field: most bodies then cost two regex scans)."""
     if not _CONTROL:
         import re
         # Lines that can change the state below: headings and code fences
         # (also "#" lines inside fences, which are handled one by one too).
         # A literal "\n" first lets the engine jump from line to line.
         _CONTROL.append(re.compile(r"\n[^\S\n]*(?:```|~~~|#)"))
+        # The same lines whole, and any hint a heading could hold.
+        _CONTROL.append(re.compile(r"\n[^\S\n]*(?:```|~~~|#)[^\n]*"))
+        _CONTROL.append(re.compile("|".join(map(re.escape, _USAGE_HINTS + _NOT_SECTION))))
+        # Each list apart, for _control_line (one search instead of any()).
+        _CONTROL.append(re.compile("|".join(map(re.escape, _NOT_SECTION))).search)
+        _CONTROL.append(re.compile("|".join(map(re.escape, _USAGE_HINTS))).search)
+    if not headings_too and not _CONTROL[2].search("\n".join(_CONTROL[1].findall("\n" + body)).lower()):
+        # No heading, fence or fenced "#" line holds a hint (two thirds of
+        # real bodies): no section starts, so none is cut out, and the
+        # line-by-line pass below would give back the body as it is.
+        return "", "", "", body
     headings, usage, negative, rest = [], [], [], []
     st = {"kind": None, "level": 0, "fence": False}  # kind: "usage" or "negative" inside such a section
 
-    def plain(lines):
-        # Lines that are neither headings nor fences, all in one state.
+    def plain(chunk):
+        # Lines that are neither headings nor fences, all in one state:
+        # kept whole in ``rest`` (joined by newlines like its lines), split
+        # only inside a section.
         if st["kind"] == "negative":
-            negative.extend(map(str.strip, lines))
+            negative.extend(map(str.strip, chunk.split("\n")))
             return
-        rest.extend(lines)
+        rest.append(chunk)
         if st["kind"] == "usage":
-            usage.extend(filter(None, map(str.strip, lines)))
+            usage.extend(filter(None, map(str.strip, chunk.split("\n"))))
 
     pos = 0
     for m in _CONTROL[0].finditer("\n" + body):
         start = m.start()  # in body: the line after the matched "\n"
         if start > pos:
-            plain(body[pos:start - 1].split("\n"))
+            plain(body[pos:start - 1])
         end = body.find("\n", start)
         if end < 0:
             end = len(body)
         _control_line(body[start:end], st, headings, usage, negative, rest)
         pos = end + 1
     if pos <= len(body):
-        plain(body[pos:].split("\n"))
+        plain(body[pos:])
     return "\n".join(headings), "\n".join(usage), "\n".join(negative), "\n".join(rest)
 
 
@@ -112,11 +127,11 @@ def _control_line(line, st, headings, usage, negative, rest):
                 st["kind"] = None
             low = title.lower()
             if not st["kind"]:
-                if any(h in low for h in _NOT_SECTION):
+                if _CONTROL[3](low):
                     st["kind"], st["level"] = "negative", level
                     negative.append(title)
                     return
-                if any(h in low for h in _USAGE_HINTS):
+                if _CONTROL[4](low):
                     st["kind"], st["level"] = "usage", level
     if st["kind"] == "negative":
         negative.append(s)
@@ -149,7 +164,7 @@ def field_texts(skill, profile):
                                  + skill["tags"])[:MAX_FIELD_CHARS]}
     camel = split_camel(names)
     desc, desc_not = split_not_for(skill["description"])
-    headings, usage, body_not, body = body_outline(skill.get("body", "")[:MAX_FIELD_CHARS])
+    headings, usage, body_not, body = body_outline(skill.get("body", "")[:MAX_FIELD_CHARS], "headings" in fields)
     out = {
         "name": names if camel == names else names + " " + camel,
         "description": desc,
