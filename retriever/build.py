@@ -83,7 +83,8 @@ def analyse_file(job):
     """Read, parse and analyse one SKILL.md (``skills.scan`` job).
 
     Returns the reuse-store entry ``(stamp, id, name, description, vis,
-    problems, malformed, path, lengths, groups)``; for a file the index
+    problems, malformed, path, lengths, groups)``, its groups as
+    ``index.pack`` leaves them (``index.encode`` numbers them); for a file the index
     leaves out, ``(stamp, kind, problems)`` (kind as skills.read_skill
     says), with a stamp of None when it cannot be read (nothing is stored
     for it then).  The stamp is ``_stamp(job)``: what must be unchanged
@@ -96,9 +97,10 @@ def analyse_file(job):
     if kind != "ok":
         return (None if kind == "unreadable" else _stamp(job)), kind, tuple(problems)
     lengths, groups = index.doc_terms(rec, _PROFILE["profile"])
-    # One string per group: a worker's result crosses a pipe (pickled).
+    # One string per skill: a worker's result crosses a pipe (pickled).
+    lengths, packed = index.pack((lengths, groups))
     return (_stamp(job), rec["id"], rec["name"], rec["description"], rec["vis"], tuple(problems), malformed,
-            rec["path"], lengths, [(v, "\n".join(ts)) for v, ts in groups])
+            rec["path"], lengths, packed)
 
 
 def _stamp(job):

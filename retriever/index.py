@@ -157,15 +157,37 @@ def term_ids(vocab):
     return _Ids(zip(vocab, range(len(vocab))))  # C-level: 70k terms in a few ms
 
 
+def pack(analysis):
+    """A ``doc_terms`` result in the form a worker sends its parent:
+    ``(lengths, (count vectors, group sizes, every term newline-joined))``,
+    one string per skill (pickled in a third of the time of one per
+    group, and numbered by ``encode`` with one split)."""
+    from itertools import chain
+    lengths, groups = analysis
+    return lengths, ([v for v, _ in groups], [len(ts) for _, ts in groups],
+                     "\n".join(chain.from_iterable(ts for _, ts in groups)))
+
+
 def encode(analysis, ids):
-    """A ``doc_terms`` result with each group's terms (a sequence, or one
-    string of newline-separated terms) as the native-order uint32 bytes of
-    their numbers in ``ids`` (see ``term_ids``): compact to keep, and read
-    back in C."""
+    """A ``doc_terms`` result (or its ``pack``) with each group's terms as
+    the native-order uint32 bytes of their numbers in ``ids`` (see
+    ``term_ids``): compact to keep, and read back in C."""
     from array import array
     lengths, groups = analysis
-    return lengths, [(v, array("I", map(ids.__getitem__, ts.split("\n") if isinstance(ts, str) else ts))
-                      .tobytes()) for v, ts in groups]
+    if isinstance(groups, tuple):
+        vecs, sizes, joined = groups
+        if not vecs:
+            return lengths, []
+        # One lookup pass for the whole skill, then a slice per group.
+        data = array("I", map(ids.__getitem__, joined.split("\n"))).tobytes()
+        out = []
+        p = 0
+        for v, n in zip(vecs, sizes):
+            q = p + 4 * n
+            out.append((v, data[p:q]))
+            p = q
+        return lengths, out
+    return lengths, [(v, array("I", map(ids.__getitem__, ts)).tobytes()) for v, ts in groups]
 
 
 def _avglen(docs, profile):

@@ -193,3 +193,20 @@ def test_top_is_best_score_then_lowest_skill_number_at_every_size(n):
     for k in (1, 6, 50):
         want = sorted(acc.items(), key=lambda x: (-x[1], x[0]))[:k]
         assert top(acc, k) == want
+
+
+def test_a_packed_analysis_encodes_like_the_analysis():
+    """Workers send ``index.pack``ed analyses (one string per skill); the
+    parent's ``encode`` must number them exactly as the groups themselves."""
+    from retriever import index as index_mod
+    prof = index_mod.PROFILES["default"]
+    skill = {"id": "a/pdf-tools", "name": "pdf-tools", "description": "Merge PDF files; not for images.",
+             "triggers": ["merge pdfs"], "tags": ["pdf", "documents"], "category": "a",
+             "body": "# PDF\n## When to use\n- merging PDF files\n## Steps\nRun the merge tool on files.\n"}
+    analysis = index_mod.doc_terms(skill, prof)
+    plain_vocab, packed_vocab = [], []
+    plain = index_mod.encode(analysis, index_mod.term_ids(plain_vocab))
+    packed = index_mod.encode(index_mod.pack(analysis), index_mod.term_ids(packed_vocab))
+    assert packed == plain and packed_vocab == plain_vocab and len(plain[1]) > 1
+    empty = ((0,) * len(analysis[0]), [])
+    assert index_mod.encode(index_mod.pack(empty), index_mod.term_ids([])) == empty
