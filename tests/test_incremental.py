@@ -63,6 +63,14 @@ def cold_equals(root, index, env, tmp_path):
     assert index_bytes(index) == index_bytes(cold)
 
 
+def rebuild_equals_cold(root, index, env, tmp_path, reused):
+    """Rebuild ``index`` in place: it reports ``reused`` ("N files
+    unchanged") and equals a cold build of the same tree."""
+    proc = build(root, index, env)
+    assert reused in proc.stdout
+    cold_equals(root, index, env, tmp_path)
+
+
 def test_incremental_build_is_byte_identical_to_a_cold_build(tmp_path, cli_env):
     root = tmp_path / "skills"
     library(root)
@@ -71,9 +79,7 @@ def test_incremental_build_is_byte_identical_to_a_cold_build(tmp_path, cli_env):
     assert reuse.path_for(str(index)) and os.path.exists(reuse.path_for(str(index)))
 
     # Nothing changed: everything reused, same index.
-    proc = build(root, index, cli_env)
-    assert "15 files unchanged" in proc.stdout
-    cold_equals(root, index, cli_env, tmp_path)
+    rebuild_equals_cold(root, index, cli_env, tmp_path, "15 files unchanged")
 
     # An edit (same size would do too: mtime and inode are in the key).
     make_skill(root, "cat1/skill-04", {"name": "skill-04", "description": "Now about kubernetes certificates"},
@@ -84,9 +90,7 @@ def test_incremental_build_is_byte_identical_to_a_cold_build(tmp_path, cli_env):
     # A deletion, and a rename (same file, new folder: a new id).
     shutil.rmtree(root / "cat2" / "skill-05")
     os.rename(root / "cat0" / "skill-03", root / "cat0" / "skill-03-renamed")
-    proc = build(root, index, cli_env)
-    assert "files unchanged" in proc.stdout
-    cold_equals(root, index, cli_env, tmp_path)
+    rebuild_equals_cold(root, index, cli_env, tmp_path, "files unchanged")
 
     # Renaming a root's parent changes every id under it: nothing reused
     # wrongly (the entries record the root they were made under).
@@ -110,9 +114,7 @@ def test_store_drops_terms_no_skill_uses_and_stays_exact(tmp_path, cli_env):
     vocab, entries, _ = reuse.load(reuse.path_for(str(index)), _store_key(index))
     assert entries and len(vocab) < 1000
     make_skill(root, "cat1/skill-01", {"name": "skill-01", "description": "edited after the compaction"})
-    proc = build(root, index, cli_env)
-    assert "14 files unchanged" in proc.stdout
-    cold_equals(root, index, cli_env, tmp_path)
+    rebuild_equals_cold(root, index, cli_env, tmp_path, "14 files unchanged")
 
 
 def _order(index, term):
@@ -147,9 +149,7 @@ def test_an_edit_that_reorders_other_skills_postings_stays_exact(tmp_path, cli_e
     # One edit alone, the common case (skill numbers stand), and a new
     # term in it.
     make_skill(root, "body/b3", {"name": "b3", "description": "plain skill 3"}, body="zork quux " * 5)
-    proc = build(root, index, cli_env)
-    assert "16 files unchanged" in proc.stdout
-    cold_equals(root, index, cli_env, tmp_path)
+    rebuild_equals_cold(root, index, cli_env, tmp_path, "16 files unchanged")
 
 
 def test_a_few_edits_update_the_stored_postings(tmp_path, cli_env):
@@ -188,9 +188,7 @@ def test_a_store_whose_postings_do_not_fit_still_gives_the_exact_index(tmp_path,
     layout["doc"] = bytes(layout["doc"][:-8])
     assert reuse.save(path, _store_key(index), vocab, entries, layout)
     make_skill(root, "cat1/skill-07", {"name": "skill-07", "description": "edited after the first build"})
-    proc = build(root, index, cli_env)
-    assert "files unchanged" in proc.stdout
-    cold_equals(root, index, cli_env, tmp_path)
+    rebuild_equals_cold(root, index, cli_env, tmp_path, "files unchanged")
     # ... and the store that build wrote is whole again.
     from retriever import build as build_mod
     make_skill(root, "cat1/skill-08", {"name": "skill-08", "description": "edited once more"})
@@ -278,9 +276,7 @@ def test_two_concurrent_builders_leave_a_valid_index_and_store(tmp_path, cli_env
     store.load(str(index))  # whole
     cold_equals(root, index, cli_env, tmp_path)
     # The store either builder left is whole and current: all reused.
-    proc = build(root, index, cli_env)
-    assert "33 files unchanged" in proc.stdout
-    cold_equals(root, index, cli_env, tmp_path)
+    rebuild_equals_cold(root, index, cli_env, tmp_path, "33 files unchanged")
 
 
 def test_a_store_under_another_profile_is_not_reused(tmp_path, cli_env):
