@@ -163,7 +163,7 @@ def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, herme
 def open_index(req):
     """Load the index for ``req``, building it first when needed (in this
     process).  Returns ``(idx, path)``."""
-    path = req["_path"] = index_path(req)
+    path = req["_path"] = req.get("_path") or index_path(req)
     platform = platform_of(req)
     roots = list(req.get("roots") or ())
     quiet = req.get("quiet", False)
@@ -202,7 +202,7 @@ def open_detached(req):
     itself, the index would never get written and every prompt would time
     out.  The child is in its own session, so it survives that kill."""
     import time
-    req["_path"] = index_path(req)
+    req["_path"] = req.get("_path") or index_path(req)
     idx = ready(req)
     if idx is not None:
         return idx
@@ -270,7 +270,11 @@ def answer(text, req, idx=None):
         # the text and scans the vectors while this process loads and runs
         # BM25 (a stdlib socket).  Turned off, the tier is not imported.
         from retriever import semantic
-        provider = semantic.early(index_path(req), text) if semantic.installed() else None
+        if semantic.installed():
+            req["_path"] = index_path(req)  # worked out once: the open below reuses it
+            provider = semantic.early(req["_path"], text)
+        else:
+            provider = None
     if idx is None:
         if req.get("wait") is not None and not req.get("fresh"):
             idx = open_detached(req)
