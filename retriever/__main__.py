@@ -20,5 +20,21 @@ if __name__ == "__main__":
         sys.path[0] = _here.rsplit("/", 1)[0]
     elif __spec__ is None:  # run by path, not with -m (which found the package already)
         sys.path.insert(0, _here.rsplit("/", 1)[0])
+    # The modules a query needs, from one file, as bin/skill-retrieve
+    # reads them (retriever/cli/bundle.py says why and how it stays fresh);
+    # not under -m, which imported the package already.
+    _root = _here.rsplit("/", 1)[0] if __spec__ is None else None
+    if _root is not None:
+        try:
+            import marshal
+            with open("%s/__pycache__/skill-retrieve.%s.bundle" % (_here, sys.implementation.cache_tag), "rb") as _b:
+                _data = _b.read()
+            _magic, _boot, _mods = marshal.loads(_data)
+            if _magic == sys.modules["_frozen_importlib_external"].MAGIC_NUMBER:
+                _g = {"__name__": "retriever.cli.bundle"}
+                exec(_boot, _g)
+                _g["install"](_mods, _data)
+        except Exception:
+            pass
     from retriever.cli.entry import run_process
-    run_process()
+    run_process(_root)

@@ -39,6 +39,24 @@ HOOK_MODULES = QUERY_MODULES | {
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
     "retriever.jsonlite", "_json",
 }
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_bundle():
+    """The executable serves these modules from its bundle once one is
+    written (tests/test_bundle.py); where there is none yet, the first run
+    writes it and imports ``retriever.cli.bundle`` to do so.  Measure the
+    steady state."""
+    from retriever.cli import bundle
+    bundle.write(str(REPO))
+
+
+def test_the_bundle_holds_every_module_a_query_or_a_hook_imports():
+    from retriever.cli import bundle
+    ours = {m for m in QUERY_MODULES | HOOK_MODULES | SEMANTIC_CLIENT_MODULES if m.startswith("retriever")}
+    assert ours <= set(bundle.HOT)
+
+
 # retriever/__main__.py is the executable of pip installs, like bin/skill-retrieve.
 FRONT_ENDS = ("retriever.cli", "retriever.runners", "retriever.__main__")
 

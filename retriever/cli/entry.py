@@ -183,11 +183,13 @@ def main(argv=None):
     return 0
 
 
-def run_process():
+def run_process(bundle_root=None):
     """Run ``main`` as the whole process (``bin/skill-retrieve``,
     ``python -m retriever``): flush, then exit without interpreter teardown:
     nothing is left to clean up, and freeing the index and caches costs
-    more than the query on large libraries."""
+    more than the query on large libraries.  ``bundle_root``: the folder
+    holding the package whose module bundle the executable read (or found
+    missing), refreshed after answering when out of date."""
     import posix
     try:
         code = main()
@@ -196,6 +198,12 @@ def run_process():
         code = 0 if sys.argv[1:2] == ["hook"] else 130  # a hook never blocks the prompt
     except BrokenPipeError:
         code = 0
+    if bundle_root is not None:
+        # The answer is out; a no-op once the bundle is fresh.
+        bundle = sys.modules.get("retriever.cli.bundle")
+        if bundle is None:
+            from retriever.cli import bundle
+        bundle.refresh(bundle_root)
     posix._exit(code if isinstance(code, int) else 1)
 
 
