@@ -108,3 +108,16 @@ def test_a_bundle_for_another_interpreter_is_not_used(tree):
     out, from_files = _query(tree)
     assert out == expected
     assert from_files
+
+
+def test_a_cache_folder_that_cannot_be_written_changes_nothing_but_speed(tree):
+    # Root ignores file modes, so the folder is made impossible instead:
+    # a plain file where __pycache__ would be (no .pyc can be written either).
+    cache = tree["dir"] / "retriever" / "__pycache__"
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.write_text("not a folder\n")
+    for _ in range(2):
+        out, from_files = _query(tree)
+        assert "pdf-merge" in out
+        assert from_files
+    assert cache.read_text() == "not a folder\n"

@@ -146,31 +146,11 @@ def refresh(root):
 def write(root):
     """Compile every ``HOT`` module under ``root`` and write the bundle,
     atomically (a temporary file renamed over it).  Returns its path, or
-    None when the cache folder cannot be written."""
+    None when the cache folder cannot be written (checked first: a
+    read-only install pays for no compiling)."""
     import marshal
     import posix
     from _frozen_importlib_external import MAGIC_NUMBER
-    stats, codes = {}, []
-    for name in HOT:
-        found = _source(root, name)
-        if found is None:
-            continue
-        src, pkg = found
-        with open(src, "rb") as f:
-            st = posix.fstat(f.fileno())
-            code = compile(f.read(), src, "exec", dont_inherit=True)
-        stats[name] = (src, pkg, st.st_mtime_ns, st.st_size)
-        codes.append((name, marshal.dumps(code)))
-    if __name__ not in stats:
-        return None
-    # The code follows the table; offsets count from the file's end, so
-    # the table's own length does not matter (marshal ignores what follows).
-    table, end = {}, sum(len(c) for _, c in codes)
-    for name, c in codes:
-        table[name] = stats[name] + (end, len(c))
-        end -= len(c)
-    with open(stats[__name__][0], "rb") as f:
-        boot = compile(f.read(), stats[__name__][0], "exec", dont_inherit=True)
     target = path(root)
     tmp = "%s.%d.tmp" % (target, posix.getpid())
     try:
@@ -183,6 +163,28 @@ def write(root):
         return None
     try:
         with open(fd, "wb") as f:
+            stats, codes = {}, []
+            for name in HOT:
+                found = _source(root, name)
+                if found is None:
+                    continue
+                src, pkg = found
+                with open(src, "rb") as sf:
+                    st = posix.fstat(sf.fileno())
+                    code = compile(sf.read(), src, "exec", dont_inherit=True)
+                stats[name] = (src, pkg, st.st_mtime_ns, st.st_size)
+                codes.append((name, marshal.dumps(code)))
+            if __name__ not in stats:
+                raise OSError("%s is not among the sources" % __name__)
+            # The code follows the table; offsets count from the file's
+            # end, so the table's own length does not matter (marshal
+            # ignores what follows the object it reads).
+            table, end = {}, sum(len(c) for _, c in codes)
+            for name, c in codes:
+                table[name] = stats[name] + (end, len(c))
+                end -= len(c)
+            with open(stats[__name__][0], "rb") as sf:
+                boot = compile(sf.read(), stats[__name__][0], "exec", dont_inherit=True)
             f.write(marshal.dumps((MAGIC_NUMBER, boot, table)))
             for _, c in codes:
                 f.write(c)
