@@ -121,3 +121,22 @@ def test_a_cache_folder_that_cannot_be_written_changes_nothing_but_speed(tree):
         assert "pdf-merge" in out
         assert from_files
     assert cache.read_text() == "not a folder\n"
+
+
+def test_doctor_says_whether_the_bundle_is_fresh(tree):
+    import json
+
+    def said():
+        proc = subprocess.run([PY, "-I", "-S", str(tree["dir"] / "bin" / "skill-retrieve"), "doctor", "--no-probe",
+                               "--format", "json", "--index", str(tree["index"])],
+                              env=tree["env"], capture_output=True, text=True, timeout=120)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return json.loads(proc.stdout)["bundle"]
+
+    assert said()["state"] == "missing"  # doctor's own process then writes it
+    assert said() == {"state": "fresh", "path": str(tree["bundle"])}
+    render = tree["dir"] / "retriever" / "render.py"
+    render.write_text(render.read_text() + "\n# edited\n")
+    assert said()["state"] == "stale"
+    _query(tree)  # a query imports render.py, notices, and writes the bundle again
+    assert said()["state"] == "fresh"

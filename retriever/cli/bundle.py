@@ -143,6 +143,35 @@ def refresh(root):
         pass
 
 
+def state(root):
+    """The bundle of the package under ``root``, for ``doctor``: ``(state,
+    path)``, the state one of ``fresh``; ``stale`` (a module changed since
+    it was written: the next query writes it again); ``missing`` (the next
+    query writes it); ``unwritable`` (no bundle, and none can be written
+    here: every query imports its modules one by one)."""
+    import marshal
+    import os
+    target = path(root)
+    try:
+        with open(target, "rb") as f:
+            _, _, table = marshal.loads(f.read())
+        for name in HOT:
+            found = _source(root, name)
+            e = table.get(name)
+            if found is None:
+                continue
+            st = os.stat(found[0])
+            if e is None or (e[2], e[3]) != (st.st_mtime_ns, st.st_size):
+                return "stale", target
+        return "fresh", target
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    folder = target.rsplit("/", 1)[0]
+    writable = os.access(folder, os.W_OK) if os.path.isdir(folder) else \
+        not os.path.exists(folder) and os.access(root + "/retriever", os.W_OK)
+    return ("missing" if writable and not sys.dont_write_bytecode else "unwritable"), target
+
+
 def write(root):
     """Compile every ``HOT`` module under ``root`` and write the bundle,
     atomically (a temporary file renamed over it).  Returns its path, or
