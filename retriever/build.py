@@ -84,7 +84,8 @@ def analyse_file(job):
 
     Returns the reuse-store entry ``(stamp, id, name, description, vis,
     problems, malformed, path, lengths, groups)``, its groups as
-    ``index.pack`` leaves them (``index.encode`` numbers them); for a file the index
+    ``index.pack`` leaves them (``index.encode`` numbers them, into
+    ``(pairs, data)``); for a file the index
     leaves out, ``(stamp, kind, problems)`` (kind as skills.read_skill
     says), with a stamp of None when it cannot be read (nothing is stored
     for it then).  The stamp is ``_stamp(job)``: what must be unchanged
@@ -205,10 +206,10 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
         vset = vecs.setdefault
         for n, (i, e) in enumerate(_analyse(jobs, todo), 1):
             if len(e) == 10:
-                lengths, groups = index.encode(e[8:10], ids)
-                # Share equal count tuples across skills (a few thousand
-                # distinct ones for millions of groups).
-                e = e[:8] + (lengths, [(vset(v, v), ts) for v, ts in groups])
+                lengths, (pairs, data) = index.encode(e[8:10], ids)
+                # Share equal (counts, size) tuples across skills (tens of
+                # thousands of distinct ones for millions of groups).
+                e = e[:8] + (lengths, (tuple(map(vset, pairs, pairs)), data))
             results[i] = e
             if progress is not None and not n & 63:
                 progress(reused + n, 0)
@@ -314,7 +315,7 @@ def _update(docs, vocab, prof, layout, old, paths, entries, tick):
                 return None  # its postings cannot be found: build afresh
             removed.append((o, e[9]))
     changed = len(removed) + old_of.count(-1)
-    live = sum(len(d[1]) for d in docs)
+    live = sum(len(d[1][0]) for d in docs)
     if changed > max(64, len(docs) // 8) or layout.get("nslots", 0) > 2 * live + 4096:
         return None
     try:

@@ -169,25 +169,24 @@ def pack(analysis):
 
 
 def encode(analysis, ids):
-    """A ``doc_terms`` result (or its ``pack``) with each group's terms as
-    the native-order uint32 bytes of their numbers in ``ids`` (see
-    ``term_ids``): compact to keep, and read back in C."""
+    """A ``doc_terms`` result (or its ``pack``) numbered in ``ids`` (see
+    ``term_ids``): ``(lengths, (pairs, data))``, ``pairs`` a tuple of
+    ``(counts, number of terms)`` per group and ``data`` the native-order
+    uint32 bytes of every group's term numbers, group after group.  One
+    bytes object a skill, not one a group: a group is mostly a single term,
+    and its own objects cost ten times its data (at 100k skills, about
+    300 MB held through the build and written to the reuse store)."""
     from array import array
+    from itertools import chain
     lengths, groups = analysis
     if isinstance(groups, tuple):
         vecs, sizes, joined = groups
         if not vecs:
-            return lengths, []
-        # One lookup pass for the whole skill, then a slice per group.
-        data = array("I", map(ids.__getitem__, joined.split("\n"))).tobytes()
-        out = []
-        p = 0
-        for v, n in zip(vecs, sizes):
-            q = p + 4 * n
-            out.append((v, data[p:q]))
-            p = q
-        return lengths, out
-    return lengths, [(v, array("I", map(ids.__getitem__, ts)).tobytes()) for v, ts in groups]
+            return lengths, ((), b"")
+        # One lookup pass for the whole skill.
+        return lengths, (tuple(zip(vecs, sizes)), array("I", map(ids.__getitem__, joined.split("\n"))).tobytes())
+    return lengths, (tuple((v, len(ts)) for v, ts in groups),
+                     array("I", map(ids.__getitem__, chain.from_iterable(ts for _, ts in groups))).tobytes())
 
 
 def _avglen(docs, profile):
@@ -214,7 +213,7 @@ def _group_negs(docs, profile, avglen, progress=None):
     append = gneg.append
     for doc, (lengths, groups) in enumerate(docs):
         norms = [field_norm(w, b, length, avg) for (w, b, avg), length in zip(wb, lengths)]
-        for counts, _ in groups:
+        for counts, _ in groups[0]:
             nz = nonzero.get(counts)
             if nz is None:
                 nz = nonzero[counts] = tuple((i, c) for i, c in enumerate(counts) if c)
@@ -246,18 +245,28 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False):
     """
     from array import array
     from collections import deque
-    from itertools import compress, repeat
+    from itertools import accumulate, chain, compress, repeat
+    from operator import add, itemgetter, lshift
 
     consume = deque
     avglen = _avglen(docs, profile)
     gneg = _group_negs(docs, profile, avglen, progress)
     gdoc = []
-    gterms = []
+    gsize = []  # terms in each group
     gbase = array("I", [0])
-    for doc, (_, groups) in enumerate(docs):
-        gdoc += repeat(doc, len(groups))
-        gterms += [terms for _, terms in groups]
+    datas = []
+    for doc, (_, (pairs, data)) in enumerate(docs):
+        n = len(gsize)
+        gsize += map(itemgetter(1), pairs)
+        if 4 * sum(gsize[n:]) != len(data):
+            raise ValueError("skill %d: its groups do not add up to its terms" % doc)
+        datas.append(data)
+        gdoc += repeat(doc, len(pairs))
         gbase.append(len(gdoc))
+    # Where each group's terms start, in bytes, in every skill's terms joined.
+    gstart = array("Q", accumulate(map(lshift, gsize, repeat(2)), initial=0))
+    joined = memoryview(b"".join(datas))
+    del datas
 
     # Heaviest group first; the sort is stable, so equal weights keep skill
     # order (a term is in one group per skill).  Dealing the groups' terms
@@ -269,11 +278,17 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False):
     # back, were 3/4 of a 100k rebuild: every access a cache miss.)
     order = sorted(range(len(gneg)), key=gneg.__getitem__)
     pslots = [array("I") for _ in repeat(None, len(vocab))]
-    get_slots = pslots.__getitem__
-    push = array.append
-    for k, g in enumerate(order):
-        consume(map(push, map(get_slots, array("I", gterms[g])), repeat(k)), 0)
-    del gterms
+    # The term numbers of a run of groups in slot order (one C-level join
+    # of slices), dealt out in one pass, each with its group's slot.  In
+    # runs: the join holds a view per group until it is done.
+    step = 1 << 15
+    for lo in range(0, len(order), step):
+        part = order[lo:lo + step]
+        ids = array("I", b"".join(map(joined.__getitem__, map(slice, map(gstart.__getitem__, part),
+                                                              map(gstart.__getitem__, map(add, part, repeat(1)))))))
+        consume(map(array.append, map(pslots.__getitem__, ids),
+                    chain.from_iterable(map(repeat, range(lo, lo + len(part)), map(gsize.__getitem__, part)))), 0)
+    del joined, gstart, gsize
 
     # The terms in use, in code-point order (which is UTF-8 byte order).
     used = array("I", sorted(compress(range(len(vocab)), pslots), key=vocab.__getitem__))
@@ -291,15 +306,20 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False):
     del order, gdoc, gneg
     layout = {"terms": used, "doc": array("I", map(sdoc.__getitem__, post_slot)), "slot": post_slot,
               "gslot": gslot, "gbase": gbase, "nslots": len(gslot)}
-    return _finish(vocab, len(docs), avglen, dfs, array("d", map(sneg.__getitem__, post_slot)), layout,
+    # Each posting's negated saturated tf, read by slot as the weights are
+    # made: not kept as an array of its own (8 bytes a posting, the
+    # largest array of the build) unless the postings are wanted too.
+    negs = map(sneg.__getitem__, post_slot)
+    return _finish(vocab, len(docs), avglen, dfs, array("d", negs) if keep_postings else negs, layout,
                    keep_postings)
 
 
 def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False):
     """The ``build_terms`` result from the term-major postings: ``layout``
     (``terms``: term numbers in index order, ``doc``, ``slot``, per
-    posting), ``dfs`` per term and ``negs`` (array "d"), each posting's
-    negated saturated tf."""
+    posting), ``dfs`` per term and ``negs`` (array "d", or an iterator of
+    its values when not ``keep_postings``), each posting's negated
+    saturated tf."""
     from array import array
     from itertools import accumulate, chain, repeat
 
@@ -374,7 +394,7 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
     gslot = array("I")
     gbase = array("I", [0])
     top = nslots
-    for (_, groups), o in zip(docs, old_of):
+    for (_, (groups, _)), o in zip(docs, old_of):
         if o >= 0:
             a, b = gbase0[o], gbase0[o + 1]
             if b - a != len(groups):
@@ -406,21 +426,25 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
     # Per touched term: the positions to take out, the postings to put in.
     rank = dict(zip(terms0, range(n_terms)))
     dels = {}
-    for o, groups in removed:
-        for _, tb in groups:
-            for t in array("I", tb):
-                r = rank[t]
-                a = off0[r]
-                dels.setdefault(r, []).append(a + doc0[a:off0[r + 1]].tolist().index(o))
+    for o, (_, data) in removed:
+        for t in u32(data):
+            r = rank[t]
+            a = off0[r]
+            dels.setdefault(r, []).append(a + doc0[a:off0[r + 1]].tolist().index(o))
     ins = {}
-    for j, ((_, groups), o) in enumerate(zip(docs, old_of)):
+    for j, ((_, (groups, data)), o) in enumerate(zip(docs, old_of)):
         if o >= 0:
             continue
         b = gbase[j]
-        for gi, (_, tb) in enumerate(groups):
+        tids = u32(data)
+        p = 0
+        for gi, (_, n) in enumerate(groups):
             item = (gneg_list[b + gi], j, gslot[b + gi])
-            for t in array("I", tb):
+            for t in tids[p:p + n]:
                 ins.setdefault(t, []).append(item)
+            p += n
+        if p != len(tids):
+            raise ValueError("skill %d: its groups do not add up to its terms" % j)
     events = [(r, 1, "", r) for r in dels]
     strings = None
     for t in ins:

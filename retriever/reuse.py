@@ -10,7 +10,9 @@ from here.  The file is ``<index>.reuse``::
 ``key`` names everything an entry depends on besides its file: the store
 format, the profile and the source of the modules that parse and analyse.
 ``entries`` maps a SKILL.md path to the tuple ``build.analyse_file`` made,
-its terms numbered in ``vocab`` (``index.encode``).  ``layout`` (or None)
+its terms numbered in ``vocab`` (``index.encode``: one bytes object of term
+numbers a skill, and its groups' shared ``(counts, size)`` tuples, which
+marshal writes once each).  ``layout`` (or None)
 is the last index's postings, term-major, as ``index.build_terms`` returns
 it (arrays as bytes) plus ``docs``, the SKILL.md path of each skill number:
 with it, a rebuild after a few edits updates the postings instead of
@@ -140,14 +142,14 @@ def compact(vocab, entries, layout=None):
     (``layout``'s terms are among them: it indexes some of the entries)."""
     used = set()
     for e in entries.values():
-        for _, terms in e[9] if len(e) == 10 else ():
-            used.update(array("I", terms))
+        if len(e) == 10:
+            used.update(array("I", e[9][1]))
     keep = sorted(used)
     new = dict(zip(keep, range(len(keep))))
     get = new.__getitem__
     out = {}
     for path, e in entries.items():
-        out[path] = (e[:9] + ([(v, array("I", map(get, array("I", terms))).tobytes()) for v, terms in e[9]],)
+        out[path] = (e[:9] + ((e[9][0], array("I", map(get, array("I", e[9][1]))).tobytes()),)
                      if len(e) == 10 else e)
     if layout is not None:
         layout = dict(layout, terms=array("I", map(get, array("I", layout["terms"]))))

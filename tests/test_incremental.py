@@ -232,7 +232,7 @@ def _damage(kind, path):
         # term numbers beyond it.
         key = reuse.key(index_mod.PROFILES["default"])
         vocab, entries, layout = reuse.load(str(path), key)
-        entries = {p: e[:9] + ([(v, b"\xff\xff\xff\x7f" * 3) for v, _ in e[9]],) if len(e) == 10 else e
+        entries = {p: e[:9] + ((e[9][0], b"\xff\xff\xff\x7f" * (len(e[9][1]) // 4)),) if len(e) == 10 else e
                    for p, e in entries.items()}
         assert reuse.save(str(path), key, vocab[:1], entries, layout)
 
