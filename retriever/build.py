@@ -76,6 +76,9 @@ def signature(scope, walked=None, stats=None):
 
 # Below this many files to parse, worker processes cost more than they save.
 PARALLEL_MIN = 400
+# Below this many skills, dealing out the postings in two processes saves
+# less than the fork costs.
+DEAL_FORK_MIN = 1500
 _PROFILE = {}  # the profile analyse_file works under (set before forking workers)
 
 
@@ -110,19 +113,29 @@ def _stamp(job):
     return job[3], repr(sorted(job[0].items()))
 
 
+def _can_fork():
+    """The number of cores this process may fork workers onto: 0 when it
+    must not fork at all."""
+    import threading
+    # Forking a process that runs other threads (an agent loading the
+    # plugin) can copy a lock some thread holds: the workers would hang.
+    if threading.active_count() > 1 or not hasattr(os, "fork"):
+        return 0
+    import multiprocessing
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 0
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def _analyse(jobs, todo):
     """Yield ``(job number, analyse_file result)`` for the job numbers in
     ``todo``, on every core when there are enough of them."""
-    import threading
-    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    # Forking a process that runs other threads (an agent loading the
-    # plugin) can copy a lock some thread holds: the workers would hang.
-    import multiprocessing
-    if (len(todo) < PARALLEL_MIN or ncpu < 2 or threading.active_count() > 1
-            or "fork" not in multiprocessing.get_all_start_methods()):
+    ncpu = _can_fork()
+    if len(todo) < PARALLEL_MIN or ncpu < 2:
         for i in todo:
             yield i, analyse_file(jobs[i])
         return
+    import multiprocessing
     frontmatter.yaml_available()  # imported before the fork, not in each worker
     # fork: the workers inherit the loaded modules and _PROFILE at no cost.
     with multiprocessing.get_context("fork").Pool(min(ncpu, 4)) as pool:
@@ -235,7 +248,8 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
     del old, layout
     if built is None:
         try:
-            built = index.build_terms(analysed, vocab, prof, tick)
+            built = index.build_terms(analysed, vocab, prof, tick,
+                                      fork=len(analysed) >= DEAL_FORK_MIN and _can_fork() >= 2)
         except (IndexError, TypeError, ValueError) as exc:
             if not reused:
                 raise

@@ -228,7 +228,7 @@ def _group_negs(docs, profile, avglen, progress=None):
     return gneg
 
 
-def build_terms(docs, vocab, profile, progress=None, keep_postings=False):
+def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=False):
     """Compute the BM25F index from ``encode``d ``doc_terms`` results, in
     skill order; ``vocab[i]`` is term number ``i`` (it may hold terms no
     skill uses any more).
@@ -242,11 +242,13 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False):
     term's postings heaviest first, ties by skill number; and ``layout``,
     what ``update_terms`` needs to redo this after a few skills changed.
     ``progress(done)`` is called now and then with the skills done.
+    ``fork``: deal out the postings in two processes (the caller knows
+    whether forking is safe here); the result is the same.
     """
     from array import array
     from collections import deque
     from itertools import accumulate, chain, compress, repeat
-    from operator import add, itemgetter, lshift
+    from operator import add, itemgetter, lshift, mul
 
     consume = deque
     avglen = _avglen(docs, profile)
@@ -277,49 +279,170 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False):
     # (Per-term sorts of shared (weight, skill) tuples, then reading them
     # back, were 3/4 of a 100k rebuild: every access a cache miss.)
     order = sorted(range(len(gneg)), key=gneg.__getitem__)
-    pslots = [array("I") for _ in repeat(None, len(vocab))]
-    # The term numbers of a run of groups in slot order (one C-level join
-    # of slices), dealt out in one pass, each with its group's slot.  In
-    # runs: the join holds a view per group until it is done.
-    step = 1 << 15
-    for lo in range(0, len(order), step):
-        part = order[lo:lo + step]
-        ids = array("I", b"".join(map(joined.__getitem__, map(slice, map(gstart.__getitem__, part),
-                                                              map(gstart.__getitem__, map(add, part, repeat(1)))))))
-        consume(map(array.append, map(pslots.__getitem__, ids),
-                    chain.from_iterable(map(repeat, range(lo, lo + len(part)), map(gsize.__getitem__, part)))), 0)
-    del joined, gstart, gsize
-
-    # The terms in use, in code-point order (which is UTF-8 byte order).
-    used = array("I", sorted(compress(range(len(vocab)), pslots), key=vocab.__getitem__))
-    dfs = [len(pslots[i]) for i in used]
-    post_slot = array("I")
-    for i in used:
-        post_slot += pslots[i]
-    del pslots
+    nslots = len(order)
     # Floats in arrays, not lists: every pass below reads them from
     # contiguous memory (three times faster at 20k skills).
     sdoc = array("I", map(gdoc.__getitem__, order))
     sneg = array("d", map(gneg.__getitem__, order))
-    gslot = array("I", bytes(4 * len(order)))  # slot of each group, in skill order
-    consume(map(gslot.__setitem__, order, range(len(order))), 0)
-    del order, gdoc, gneg
-    layout = {"terms": used, "doc": array("I", map(sdoc.__getitem__, post_slot)), "slot": post_slot,
-              "gslot": gslot, "gbase": gbase, "nslots": len(gslot)}
-    # Each posting's negated saturated tf, read by slot as the weights are
-    # made: not kept as an array of its own (8 bytes a posting, the
-    # largest array of the build) unless the postings are wanted too.
-    negs = map(sneg.__getitem__, post_slot)
-    return _finish(vocab, len(docs), avglen, dfs, array("d", negs) if keep_postings else negs, layout,
-                   keep_postings)
+    gslot = array("I", bytes(4 * nslots))  # slot of each group, in skill order
+    consume(map(gslot.__setitem__, order, range(nslots)), 0)
+    del gdoc, gneg
+    n_docs, n_vocab = len(docs), len(vocab)
+
+    def deal(lo, hi):
+        # Slots lo..hi-1: (postings per term number, their slots in term
+        # number order).  The term numbers of a run of groups in slot order
+        # (one C-level join of slices) are dealt out in one pass, each with
+        # its group's slot; in runs, as the join holds a view per group.
+        pslots = [array("I") for _ in repeat(None, n_vocab)]
+        for a in range(lo, hi, 1 << 15):
+            part = order[a:min(hi, a + (1 << 15))]
+            ids = array("I", b"".join(map(joined.__getitem__, map(slice, map(gstart.__getitem__, part),
+                                                                  map(gstart.__getitem__, map(add, part, repeat(1)))))))
+            consume(map(array.append, map(pslots.__getitem__, ids),
+                        chain.from_iterable(map(repeat, range(a, a + len(part)), map(gsize.__getitem__, part)))), 0)
+        return array("I", map(len, pslots)), array("I", b"".join(pslots))
+
+    def weigh(counts, slots, dfs):
+        # Skill numbers and weights of ``slots`` (term number order, as
+        # many per term as ``counts`` says), knowing every term's df.
+        by_df = {}
+        negidf = [-(by_df.get(df) or by_df.setdefault(df, idf(n_docs, df))) if df else 0.0 for df in dfs]
+        # weight = idf * saturated tf; (-idf) * (-sat) is exactly that (and
+        # exactly what _finish computes).
+        return (array("I", map(sdoc.__getitem__, slots)),
+                array("f", map(mul, chain.from_iterable(map(repeat, negidf, counts)), map(sneg.__getitem__, slots))))
+
+    parts = _deal_in_two(deal, weigh, nslots, n_vocab) if fork and nslots > 1 else None
+    if parts is None:
+        counts, slots = deal(0, nslots)
+        parts = [[counts, slots] + list(weigh(counts, slots, counts))]
+    del joined, gstart, gsize, order
+
+    # The terms in use, in code-point order (which is UTF-8 byte order),
+    # each with its postings from every part (the parts' slots rise).
+    dfs_all = parts[0][0] if len(parts) == 1 else array("I", map(add, parts[0][0], parts[1][0]))
+    used = array("I", sorted(compress(range(n_vocab), dfs_all), key=vocab.__getitem__))
+    dfs = list(map(dfs_all.__getitem__, used))
+    del dfs_all
+    offs = [list(accumulate(p[0], initial=0)) for p in parts]
+    merged = []
+    for k, code in ((1, "I"), (2, "I"), (3, "f")):  # slots, skill numbers, weights
+        out = array(code)
+        bufs = [p[k] for p in parts]
+        for i in used:
+            for off, buf in zip(offs, bufs):
+                out += buf[off[i]:off[i + 1]]
+        merged.append(out)
+        del bufs
+        for p in parts:  # each part's copy goes as soon as it is merged
+            p[k] = None
+    post_slot, post_doc, post_w = merged
+    del parts, merged
+    layout = {"terms": used, "doc": post_doc, "slot": post_slot,
+              "gslot": gslot, "gbase": gbase, "nslots": nslots}
+    negs = array("d", map(sneg.__getitem__, post_slot)) if keep_postings else None
+    return _finish(vocab, n_docs, avglen, dfs, negs, layout, keep_postings, post_w)
 
 
-def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False):
+def _deal_in_two(deal, weigh, nslots, n_vocab):
+    """``deal`` and ``weigh`` (see build_terms) for the first half of the
+    slots here and the second half in a forked child at the same time:
+    ``[[counts, slots, docs, weights], ...]`` for the two halves, or None
+    when the child could not be started.  The two exchange their counts
+    (a weight needs the whole library's df) through pipes; when the child
+    fails, its half is done here, so the result never depends on it."""
+    import os
+    from array import array
+
+    half = nslots // 2
+    try:
+        down_r, down_w = os.pipe()  # parent -> child
+        up_r, up_w = os.pipe()  # child -> parent
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (down_r, down_w, up_r, up_w):
+            os.close(fd)
+        return None
+    if pid == 0:  # the child: its half, then out without any cleanup of the parent's
+        code = 1
+        try:
+            os.close(down_w)
+            os.close(up_r)
+            with open(up_w, "wb") as out, open(down_r, "rb") as inp:
+                counts, slots = deal(half, nslots)
+                _send(out, counts)
+                out.flush()
+                theirs = _receive(inp, "I")
+                if len(theirs) != n_vocab:
+                    raise ValueError("counts cut short")
+                docs, weights = weigh(counts, slots, array("I", map(int.__add__, counts, theirs)))
+                for a in (slots, docs, weights):
+                    _send(out, a)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(down_r)
+    os.close(up_w)
+    inp, out = open(up_r, "rb"), open(down_w, "wb")
+    try:
+        counts, slots = deal(0, half)
+        other = None  # the child's half, when done here
+        try:
+            theirs = _receive(inp, "I")
+            if len(theirs) != n_vocab:
+                raise ValueError("counts cut short")
+            _send(out, counts)
+            out.flush()
+        except (OSError, ValueError):
+            other = list(deal(half, nslots))
+            theirs = other[0]
+        dfs = array("I", map(int.__add__, counts, theirs))
+        mine = [counts, slots] + list(weigh(counts, slots, dfs))
+        if other is None:
+            try:
+                got = [theirs] + [_receive(inp, code) for code in ("I", "I", "f")]
+                if not len(got[1]) == len(got[2]) == len(got[3]) == sum(theirs):
+                    raise ValueError("postings cut short")
+            except (OSError, ValueError):
+                other = list(deal(half, nslots))
+        if other is not None:
+            got = other + list(weigh(other[0], other[1], dfs))
+        return [mine, got]
+    finally:
+        inp.close()
+        out.close()
+        os.waitpid(pid, 0)
+
+
+def _send(f, a):
+    """Write array ``a`` to the binary file ``f``, its byte length first."""
+    view = memoryview(a).cast("B")
+    f.write(len(view).to_bytes(8, "little"))
+    f.write(view)
+
+
+def _receive(f, code):
+    """The array ``_send`` wrote to ``f``; ValueError when cut short."""
+    from array import array
+    n = int.from_bytes(f.read(8), "little")
+    data = f.read(n)
+    if len(data) != n:
+        raise ValueError("cut short")
+    a = array(code)
+    a.frombytes(data)
+    return a
+
+
+def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False, post_w=None):
     """The ``build_terms`` result from the term-major postings: ``layout``
     (``terms``: term numbers in index order, ``doc``, ``slot``, per
-    posting), ``dfs`` per term and ``negs`` (array "d", or an iterator of
-    its values when not ``keep_postings``), each posting's negated
-    saturated tf."""
+    posting), ``dfs`` per term and ``negs`` (array "d"), each posting's
+    negated saturated tf, unless ``post_w``, the weights, are given and
+    not ``keep_postings``."""
     from array import array
     from itertools import accumulate, chain, repeat
 
@@ -329,7 +452,8 @@ def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False):
     layout["off"] = post_off
     # weight = idf * saturated tf; (-idf) * (-sat) is exactly that.
     # (operator.mul is a plain builtin: twice as fast to call as float.__mul__.)
-    post_w = array("f", map(mul, chain.from_iterable(map(repeat, map(neg, idfs), dfs)), negs))
+    if post_w is None:
+        post_w = array("f", map(mul, chain.from_iterable(map(repeat, map(neg, idfs), dfs)), negs))
     out = {
         "terms": list(map(vocab.__getitem__, layout["terms"])),
         "idf": idfs,

@@ -211,3 +211,64 @@ def test_a_packed_analysis_encodes_like_the_analysis():
     empty = ((0,) * len(analysis[0]), [])
     assert index_mod.encode(index_mod.pack(empty), index_mod.term_ids([])) == (empty[0], ((), b""))
     assert index_mod.encode(empty, index_mod.term_ids([])) == (empty[0], ((), b""))
+
+
+def _library_analysis(n=60):
+    from retriever import index as index_mod
+    prof = index_mod.PROFILES["default"]
+    words = ["pdf", "merge", "docker", "image", "deploy", "kubernetes", "test", "lint", "git", "rebase", "sql",
+             "query", "chart", "plot", "email", "send"]
+    vocab = []
+    ids = index_mod.term_ids(vocab)
+    docs = []
+    for i in range(n):
+        body = " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(5 + i % 11)) + " unique%d" % i
+        skill = {"id": "s/%d" % i, "name": "skill-%d" % i, "description": "does %s" % words[i % len(words)],
+                 "triggers": [], "tags": [], "category": "s", "body": body}
+        docs.append(index_mod.encode(index_mod.pack(index_mod.doc_terms(skill, prof)), ids))
+    return docs, vocab, prof
+
+
+def _same_build(a, b):
+    return (a["terms"] == b["terms"] and a["idf"] == b["idf"] and a["post_off"] == b["post_off"]
+            and a["post_doc"] == b["post_doc"] and a["post_w"].tobytes() == b["post_w"].tobytes()
+            and a["layout"]["slot"] == b["layout"]["slot"] and a["layout"]["gslot"] == b["layout"]["gslot"])
+
+
+def test_postings_dealt_in_two_processes_are_the_ones_dealt_in_one():
+    from retriever import index as index_mod
+    docs, vocab, prof = _library_analysis()
+    one = index_mod.build_terms(docs, vocab, prof)
+    two = index_mod.build_terms(docs, vocab, prof, fork=True)
+    assert _same_build(one, two)
+    # ... and as index.build (the in-memory postings) has them.
+    mem = index_mod.build_terms(docs, vocab, prof, keep_postings=True, fork=True)
+    assert _same_build(one, mem) and len(mem["postings"]) == len(one["terms"])
+
+
+@pytest.mark.parametrize("fails", ["at once", "after its counts"])
+def test_a_failed_dealing_child_leaves_its_half_to_the_parent(fails):
+    # The child's half is done again in the parent: the result never
+    # depends on the child.
+    import os
+    from array import array
+    from retriever import index as index_mod
+    parent = os.getpid()
+    cells = [(s, t) for s in range(40) for t in range(s % 7, 30, 3)]  # (slot, term)
+
+    def deal(lo, hi):
+        if os.getpid() != parent and fails == "at once":
+            raise RuntimeError("child gone")
+        per = [[s for s, t2 in cells if t2 == t and lo <= s < hi] for t in range(30)]
+        return array("I", map(len, per)), array("I", [s for p in per for s in p])
+
+    def weigh(counts, slots, dfs):
+        if os.getpid() != parent and fails == "after its counts":
+            os._exit(3)
+        return array("I", [s // 2 for s in slots]), array("f", [float(s) / (1 + dfs[0]) for s in slots])
+
+    got = index_mod._deal_in_two(deal, weigh, 40, 30)
+    c1, s1 = deal(0, 20)
+    c2, s2 = deal(20, 40)
+    dfs = array("I", [a + b for a, b in zip(c1, c2)])
+    assert got == [[c1, s1] + list(weigh(c1, s1, dfs)), [c2, s2] + list(weigh(c2, s2, dfs))]
