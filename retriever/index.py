@@ -472,6 +472,35 @@ def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False, post_w=Non
     return out
 
 
+def _unsorted_runs(key, a, b, at):
+    """Stretches ``[lo, hi)`` of the postings ``a .. b - 1``, ordered by
+    ``key(position)`` except at the positions ``at`` (ascending: posting i
+    belongs after posting i + 1), such that sorting each stretch sorts
+    them all: each disorder is widened until nothing before it is greater
+    than its least posting and nothing after it less than its greatest."""
+    runs = []  # [lo, hi, least, greatest]
+    for i in at:
+        lo, hi = i, i + 2
+        least, most = key(i + 1), key(i)
+        while True:
+            # The stretch before, once sorted, ends with its greatest.
+            touching = runs and lo <= runs[-1][1]
+            if touching and (lo < runs[-1][1] or runs[-1][3] > least):  # reached it: one stretch
+                plo, phi, pleast, pmost = runs.pop()
+                lo, hi = min(lo, plo), max(hi, phi)
+                least, most = min(least, pleast), max(most, pmost)
+            elif lo > a and not touching and key(lo - 1) > least:
+                lo -= 1
+                most = max(most, key(lo))
+            elif hi < b and key(hi) < most:
+                least = min(least, key(hi))
+                hi += 1
+            else:
+                break
+        runs.append([lo, hi, least, most])
+    return [(lo, hi) for lo, hi, _, _ in runs]
+
+
 def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
     """What ``build_terms(docs, vocab, profile)`` returns, byte for byte,
     computed from the ``layout`` of an earlier build (``prev``) when only a
@@ -491,8 +520,8 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
     from array import array
     from bisect import bisect_left, bisect_right
     from collections import deque
-    from itertools import accumulate, compress, islice
-    from operator import ge, sub
+    from itertools import accumulate, chain, compress, islice, repeat
+    from operator import ge, mul, sub
 
     def u32(buf):  # bytes, a buffer or an array
         a = array("I")
@@ -625,25 +654,45 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
         doc2.frombytes(as_bytes(doc1[a:]))
         slot2.frombytes(as_bytes(slot0[a:]))
     del doc0, slot0, doc1
-    negs2 = array("d", map(gneg.__getitem__, slot2))
 
     # New lengths move every weight a little: where that reorders two
     # postings of a term (or makes a tie that skill order must break), sort
-    # that term again.  One C-level comparison pass finds them.
+    # them again.  One C-level comparison pass of the saturated tfs finds
+    # them; it runs a million postings at a time, and the weights are made
+    # from the same run: no array of every posting's tf (8 bytes a posting,
+    # 200 MB at 100k skills).
+    n_docs = len(docs)
+    by_df = {}
+    negidf = [-(by_df.get(df) or by_df.setdefault(df, idf(n_docs, df))) for df in dfs]
+    # Each posting's -idf: (-idf) * (-sat) is the weight, as _finish makes it.
+    each_negidf = chain.from_iterable(map(repeat, negidf, dfs))
     off = array("I", accumulate(dfs, initial=0))
     starts = set(off)
-    redone = set()
-    for i in compress(range(len(negs2) - 1), map(ge, negs2, islice(negs2, 1, None))):
-        if i + 1 in starts or (negs2[i] == negs2[i + 1] and doc2[i] < doc2[i + 1]):
-            continue
-        r = bisect_right(off, i) - 1
-        if r in redone:
-            continue
-        redone.add(r)
-        a, b = off[r], off[r + 1]
-        seg = sorted(zip(negs2[a:b], doc2[a:b], slot2[a:b]))
-        negs2[a:b] = array("d", [x[0] for x in seg])
-        doc2[a:b] = array("I", [x[1] for x in seg])
-        slot2[a:b] = array("I", [x[2] for x in seg])
+    gn = gneg.__getitem__
+    post_w = array("f")
+    wrong = {}  # term -> the positions i whose posting belongs after posting i + 1
+    n_post = len(slot2)
+    for c0 in range(0, n_post, 1 << 20):
+        c1 = min(n_post, c0 + (1 << 20))
+        negs = array("d", map(gn, slot2[c0:c1 + 1]))  # and the next run's first, for the pair across
+        post_w.extend(map(mul, islice(each_negidf, c1 - c0), negs))
+        for j in compress(range(len(negs) - 1), map(ge, negs, islice(negs, 1, None))):
+            i = c0 + j
+            if i + 1 in starts or (negs[j] == negs[j + 1] and doc2[i] < doc2[i + 1]):
+                continue
+            wrong.setdefault(bisect_right(off, i) - 1, []).append(i)
+
+    def key(i):
+        return gn(slot2[i]), doc2[i]
+
+    # Only the stretches around the misplaced postings are sorted again, not
+    # the whole term (which may hold every skill of a large library).
+    for r, at in wrong.items():
+        w = negidf[r]
+        for a, b in _unsorted_runs(key, off[r], off[r + 1], at):
+            seg = sorted(zip(map(gn, slot2[a:b]), doc2[a:b], slot2[a:b]))
+            doc2[a:b] = array("I", [x[1] for x in seg])
+            slot2[a:b] = array("I", [x[2] for x in seg])
+            post_w[a:b] = array("f", [w * x[0] for x in seg])
     layout = {"terms": terms1, "doc": doc2, "slot": slot2, "gslot": gslot, "gbase": gbase, "nslots": top}
-    return _finish(vocab, len(docs), avglen, dfs, negs2, layout)
+    return _finish(vocab, n_docs, avglen, dfs, None, layout, post_w=post_w)
