@@ -342,7 +342,8 @@ def _update(docs, vocab, prof, layout, old, paths, entries, tick):
     if changed > max(64, len(docs) // 8) or layout.get("nslots", 0) > 2 * live + 4096:
         return None
     try:
-        return index.update_terms(docs, vocab, prof, layout, old_of, removed, tick)
+        return index.update_terms(docs, vocab, prof, layout, old_of, removed, tick,
+                                  fork=len(docs) >= DEAL_FORK_MIN and _can_fork() >= 2)
     except (IndexError, KeyError, TypeError, ValueError) as exc:
         locate.log("reuse store layout unusable (%s: %s); postings dealt out afresh" % (type(exc).__name__, exc))
         return None

@@ -419,6 +419,49 @@ def _deal_in_two(deal, weigh, nslots, n_vocab):
         os.waitpid(pid, 0)
 
 
+def _in_two(work, n, codes):
+    """``[work(0, n // 2), work(n // 2, n)]``, the second made in a forked
+    child at the same time as the first; ``work`` returns arrays of the
+    types ``codes`` (one letter each).  A failed child's part is made
+    here, so the result never depends on it."""
+    import os
+    half = n // 2
+    try:
+        rd, wr = os.pipe()
+    except OSError:
+        return [list(work(0, half)), list(work(half, n))]
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(rd)
+        os.close(wr)
+        return [list(work(0, half)), list(work(half, n))]
+    if pid == 0:  # the child: its part, then out without any cleanup of the parent's
+        code = 1
+        try:
+            os.close(rd)
+            with open(wr, "wb") as out:
+                for a in work(half, n):
+                    _send(out, a)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wr)
+    theirs = None
+    try:
+        with open(rd, "rb") as inp:
+            mine = work(0, half)
+            try:
+                theirs = [_receive(inp, code) for code in codes]
+            except (OSError, ValueError):
+                theirs = None
+    finally:
+        _, status = os.waitpid(pid, 0)
+    if theirs is None or status != 0:
+        theirs = work(half, n)
+    return [list(mine), list(theirs)]
+
+
 def _send(f, a):
     """Write array ``a`` to the binary file ``f``, its byte length first."""
     view = memoryview(a).cast("B")
@@ -501,7 +544,7 @@ def _unsorted_runs(key, a, b, at):
     return [(lo, hi) for lo, hi, _, _ in runs]
 
 
-def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
+def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, fork=False):
     """What ``build_terms(docs, vocab, profile)`` returns, byte for byte,
     computed from the ``layout`` of an earlier build (``prev``) when only a
     few skills changed.
@@ -513,9 +556,11 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
     weight still changes (average lengths, document
     frequencies), but in passes over arrays that run in C: each posting's
     saturated tf is looked up by its slot, the changed skills' postings are
-    taken out and put in by bisection, and only a term whose order the new
-    lengths upset is sorted again.  Raises ValueError (or IndexError,
-    KeyError) when ``prev`` does not fit; the caller then builds afresh.
+    taken out and put in by bisection, and only the postings whose order
+    the new lengths upset are sorted again.  Raises ValueError (or
+    IndexError, KeyError) when ``prev`` does not fit; the caller then
+    builds afresh.  ``fork``: make the weights in two processes (the caller
+    knows whether forking is safe here); the result is the same.
     """
     from array import array
     from bisect import bisect_left, bisect_right
@@ -664,23 +709,43 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None):
     n_docs = len(docs)
     by_df = {}
     negidf = [-(by_df.get(df) or by_df.setdefault(df, idf(n_docs, df))) for df in dfs]
-    # Each posting's -idf: (-idf) * (-sat) is the weight, as _finish makes it.
-    each_negidf = chain.from_iterable(map(repeat, negidf, dfs))
     off = array("I", accumulate(dfs, initial=0))
     starts = set(off)
     gn = gneg.__getitem__
-    post_w = array("f")
-    wrong = {}  # term -> the positions i whose posting belongs after posting i + 1
     n_post = len(slot2)
-    for c0 in range(0, n_post, 1 << 20):
-        c1 = min(n_post, c0 + (1 << 20))
-        negs = array("d", map(gn, slot2[c0:c1 + 1]))  # and the next run's first, for the pair across
-        post_w.extend(map(mul, islice(each_negidf, c1 - c0), negs))
-        for j in compress(range(len(negs) - 1), map(ge, negs, islice(negs, 1, None))):
-            i = c0 + j
-            if i + 1 in starts or (negs[j] == negs[j + 1] and doc2[i] < doc2[i + 1]):
-                continue
-            wrong.setdefault(bisect_right(off, i) - 1, []).append(i)
+
+    def weigh(lo, hi):
+        # Postings lo..hi-1: their weights, and the positions i whose
+        # posting belongs after posting i + 1 (same term).
+        r = bisect_right(off, lo) - 1
+        # Each posting's -idf: (-idf) * (-sat) is the weight, as _finish makes it.
+        each_negidf = chain(repeat(negidf[r], off[r + 1] - lo) if lo < n_post else (),
+                            chain.from_iterable(map(repeat, islice(negidf, r + 1, None), islice(dfs, r + 1, None))))
+        w = array("f")
+        wrong = array("I")
+        for c0 in range(lo, hi, 1 << 20):
+            c1 = min(hi, c0 + (1 << 20))
+            negs = array("d", map(gn, slot2[c0:c1 + 1]))  # and the next posting, for the pair across
+            w.extend(map(mul, islice(each_negidf, c1 - c0), negs))
+            for j in compress(range(min(len(negs) - 1, c1 - c0)), map(ge, negs, islice(negs, 1, None))):
+                i = c0 + j
+                if i + 1 in starts or (negs[j] == negs[j + 1] and doc2[i] < doc2[i + 1]):
+                    continue
+                wrong.append(i)
+        return w, wrong
+
+    if fork and n_post > 1:
+        (w1, bad1), (w2, bad2) = _in_two(weigh, n_post, "fI")
+        if len(w1) + len(w2) != n_post:
+            raise ValueError("weights cut short")
+        post_w = w1 + w2
+        del w1, w2
+        bad = bad1 + bad2
+    else:
+        post_w, bad = weigh(0, n_post)
+    wrong = {}  # term -> the positions i whose posting belongs after posting i + 1
+    for i in bad:
+        wrong.setdefault(bisect_right(off, i) - 1, []).append(i)
 
     def key(i):
         return gn(slot2[i]), doc2[i]

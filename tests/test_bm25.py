@@ -297,3 +297,38 @@ def test_resorting_only_the_misplaced_stretches_sorts_the_whole_term(seed):
     for a, b in index_mod._unsorted_runs(lambda i: (negs[i], docs[i]), 0, n, at):
         items[a:b] = sorted(items[a:b])
     assert items == sorted(items)
+
+
+def test_weights_made_in_two_processes_after_an_edit_are_the_ones_made_in_one():
+    from array import array
+    from retriever import index as index_mod
+    docs, vocab, prof = _library_analysis()
+    first = index_mod.build_terms(docs, vocab, prof)
+    skill = {"id": "s/5", "name": "skill-5", "description": "now a much longer description of merging pdf files",
+             "triggers": [], "tags": [], "category": "s", "body": "pdf merge " * 40 + "fresh words here"}
+    edited = index_mod.encode(index_mod.pack(index_mod.doc_terms(skill, prof)), index_mod.term_ids(vocab))
+    new_docs = docs[:5] + [edited] + docs[6:]
+    old_of = [-1 if j == 5 else j for j in range(len(docs))]
+    cold = index_mod.build_terms(new_docs, vocab, prof)
+    for fork in (False, True):
+        # As the reuse store gives the layout back: its arrays as bytes.
+        prev = {k: v.tobytes() if isinstance(v, array) else v for k, v in first["layout"].items()}
+        got = index_mod.update_terms(new_docs, vocab, prof, prev, old_of, [(5, docs[5][1])], fork=fork)
+        assert [got[k] for k in ("terms", "idf", "post_off", "post_doc")] == \
+            [cold[k] for k in ("terms", "idf", "post_off", "post_doc")]
+        assert got["post_w"].tobytes() == cold["post_w"].tobytes()
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_work_split_in_two_processes_survives_a_failed_child(fails):
+    import os
+    from array import array
+    from retriever import index as index_mod
+    parent = os.getpid()
+
+    def work(lo, hi):
+        if fails and os.getpid() != parent:
+            os._exit(5)
+        return array("I", range(lo, hi)), array("f", [x / 2 for x in range(lo, hi)])
+
+    assert index_mod._in_two(work, 11, "If") == [list(work(0, 5)), list(work(5, 11))]
