@@ -137,12 +137,29 @@ def stamp_path(index_path):
 
 def enable_site():
     """Make the venv's site-packages (PyYAML) importable: under -S they
-    are not, and the build path needs them while the query path does not."""
+    are not, and the build path needs them while the query path does not.
+
+    Every ``.pth`` file runs as usual but this package's own editable-install
+    hook (``pip install -e .``, as ``make demo`` does): this process already
+    has its package first on ``sys.path``, and that hook's finder imports
+    pathlib, urllib and importlib.util, 15 ms of every build, background
+    freshness check and cold command."""
     import sys
     if sys.flags.no_site and "site" not in sys.modules:
         try:
             import site
-            site.main()
+            addpackage = site.addpackage
+
+            def skip_own_editable_hook(sitedir, name, known_paths):
+                if name.startswith("__editable__.skill_retrieval-"):
+                    return known_paths
+                return addpackage(sitedir, name, known_paths)
+
+            site.addpackage = skip_own_editable_hook
+            try:
+                site.main()
+            finally:
+                site.addpackage = addpackage
         except Exception:
             pass
 

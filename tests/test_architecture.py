@@ -109,6 +109,34 @@ def test_a_hook_imports_exactly_what_answering_needs(tmp_path):
     assert mods == HOOK_MODULES
 
 
+def test_a_build_finds_pyyaml_without_running_this_packages_editable_install_hook(tmp_path):
+    """``make demo`` installs this package editable into .venv; under -S a
+    build turns site-packages on for PyYAML, and that install's ``.pth``
+    hook would import pathlib, urllib and importlib.util (15 ms) for a
+    package already first on sys.path."""
+    import glob
+    import subprocess
+    import sys
+    from skillret_helpers import base_env
+    py = PY or sys.executable
+    site_dirs = subprocess.run([py, "-c", "import site; print('\\n'.join(site.getsitepackages()))"],
+                               capture_output=True, text=True).stdout.split()
+    if not any(glob.glob(d + "/__editable__.skill_retrieval-*.pth") for d in site_dirs):
+        pytest.skip("this interpreter has no editable install of the package")
+    root = tmp_path / "skills"
+    make_skill(root, "yaml-only", raw="---\nname: yaml-only\ndescription: >\n  Folded YAML text that only\n"
+                                      "  PyYAML reads whole\n---\nBody.\n")
+    index = tmp_path / "i.skr"
+    proc = subprocess.run([py, "-I", "-S", "-X", "importtime", str(BIN), "build", "-q", "--root", str(root),
+                           "--index", str(index)], env=base_env(tmp_path), capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mods = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines() if "|" in line}
+    assert "yaml" in mods
+    assert not [m for m in mods if "editable" in m]
+    out = run_cli(["--root", root, "--index", index, "--format", "json", "folded", "yaml", "text"], base_env(tmp_path))
+    assert "Folded YAML text that only PyYAML reads whole" in out.stdout
+
+
 def test_an_index_changed_since_it_was_verified_is_checksummed_again(tmp_path):
     """The build's ``.verified`` memo spares queries the checksums only
     while the file is the one verified: any change to it (here a touch,
