@@ -130,8 +130,10 @@ def _can_fork():
 def _analyse(jobs, todo):
     """Yield ``(job number, analyse_file result)`` for the job numbers in
     ``todo``, on every core when there are enough of them."""
-    ncpu = _can_fork()
-    if len(todo) < PARALLEL_MIN or ncpu < 2:
+    # Asked only when there is enough to share: the question imports
+    # multiprocessing (10 ms), which an edit's rebuild would pay for nothing.
+    ncpu = _can_fork() if len(todo) >= PARALLEL_MIN else 0
+    if ncpu < 2:
         for i in todo:
             yield i, analyse_file(jobs[i])
         return

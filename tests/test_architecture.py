@@ -137,6 +137,27 @@ def test_a_build_finds_pyyaml_without_running_this_packages_editable_install_hoo
     assert "Folded YAML text that only PyYAML reads whole" in out.stdout
 
 
+def test_a_small_build_and_an_edits_rebuild_start_no_worker_machinery(tmp_path):
+    """Under PARALLEL_MIN files to parse, the build parses in process; it
+    must not import multiprocessing just to ask whether it could fork."""
+    import subprocess
+    import sys
+    from skillret_helpers import base_env
+    py = PY or sys.executable
+    root = _tree(tmp_path)
+    index = tmp_path / "i.skr"
+    for step in ("cold", "edit"):
+        if step == "edit":
+            md = root / "pdf-merge" / "SKILL.md"
+            md.write_text(md.read_text() + "\nEdited.\n")
+        proc = subprocess.run([py, "-I", "-S", "-X", "importtime", str(BIN), "build", "-q", "--root", str(root),
+                               "--index", str(index)], env=base_env(tmp_path), capture_output=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        mods = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines() if "|" in line}
+        assert "retriever.build" in mods, step
+        assert "multiprocessing" not in mods, step
+
+
 def test_an_index_changed_since_it_was_verified_is_checksummed_again(tmp_path):
     """The build's ``.verified`` memo spares queries the checksums only
     while the file is the one verified: any change to it (here a touch,
