@@ -63,6 +63,17 @@ def _source(root, name):
 # ------------------------------------------------------------- start-up
 
 
+def _unchanged(entry):
+    """True when the source of a bundle entry still has the size and
+    modification time the entry recorded."""
+    import posix
+    try:
+        st = posix.stat(entry[0])
+    except OSError:
+        return False
+    return st.st_mtime_ns == entry[2] and st.st_size == entry[3]
+
+
 class _Finder:
     """A meta path finder and loader serving the bundle's fresh modules."""
 
@@ -73,14 +84,7 @@ class _Finder:
     @classmethod
     def find_spec(cls, name, path=None, target=None):
         e = cls.modules.get(name)
-        if e is None:
-            return None
-        import posix
-        try:
-            st = posix.stat(e[0])
-        except OSError:
-            return None
-        if st.st_mtime_ns != e[2] or st.st_size != e[3]:
+        if e is None or not _unchanged(e):
             return None  # edited since: its source is the truth
         spec = cls.spec(name, cls, origin=e[0], is_package=e[1])
         if e[1]:
@@ -156,12 +160,10 @@ def state(root):
         with open(target, "rb") as f:
             _, _, table = marshal.loads(f.read())
         for name in HOT:
-            found = _source(root, name)
-            e = table.get(name)
-            if found is None:
+            if _source(root, name) is None:
                 continue
-            st = os.stat(found[0])
-            if e is None or (e[2], e[3]) != (st.st_mtime_ns, st.st_size):
+            e = table.get(name)
+            if e is None or not _unchanged(e):
                 return "stale", target
         return "fresh", target
     except (OSError, ValueError, EOFError, TypeError):
