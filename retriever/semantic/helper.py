@@ -126,16 +126,22 @@ class Indexes:
                     del self.loading[path]
 
 
-def cosines(idx_mat, text, candidates, dense=None):
-    """``{skill number: cosine}`` for ``candidates`` and the encoder's own
-    top ``dense`` skills."""
+def scan(mat, text, dense=None):
+    """``(every skill's cosine with text, the encoder's top dense skill
+    numbers)``, numpy arrays.  The matrix stays float32 in memory: numpy's
+    float16 product has no BLAS kernel (57 ms against 4 ms at 20,000 x 512)."""
     import numpy as np
     from retriever.semantic import embed, fuse
-    mat = idx_mat
-    q = embed.encode_query(text)
-    allc = mat @ q
+    allc = mat @ embed.encode_query(text)
     n = dense or fuse.DENSE_POOL
     top = np.argpartition(-allc, n)[:n] if len(allc) > n else np.arange(len(allc))
+    return allc, top
+
+
+def cosines(mat, text, candidates, dense=None):
+    """``{skill number: cosine}`` for ``candidates`` and the encoder's own
+    top ``dense`` skills (the in-process provider's answer)."""
+    allc, top = scan(mat, text, dense)
     out = {int(d): float(allc[d]) for d in top}
     for d in candidates:
         if 0 <= d < len(allc):
@@ -147,14 +153,9 @@ def cosines_all(key, mat, text, dense=None):
     """Every skill's cosine with ``text``, packed for the client
     (``client.parse_all``): the index build ``key`` they belong to, the
     skill count, the encoder's top ``dense`` skill numbers and one
-    little-endian int16 (cosine x client.SCALE) per skill.  The matrix stays float32 in memory: numpy's float16 product
-    has no BLAS kernel (57 ms against 4 ms at 20,000 x 512)."""
+    little-endian int16 (cosine x client.SCALE) per skill."""
     import numpy as np
-    from retriever.semantic import embed, fuse
-    q = embed.encode_query(text)
-    allc = mat @ q
-    n = dense or fuse.DENSE_POOL
-    top = np.argpartition(-allc, n)[:n] if len(allc) > n else np.arange(len(allc))
+    allc, top = scan(mat, text, dense)
     packed = np.rint(np.clip(allc, -1.0, 1.0) * client.SCALE).astype("<i2").tobytes()
     head = "ok\n%s\n%d\n%s\n" % (key, len(allc), " ".join(map(str, top.tolist())))
     return head.encode("utf-8", "surrogateescape") + packed
