@@ -27,13 +27,13 @@ if __name__ == "__main__":
     if _root is not None:
         try:
             import marshal
-            with open("%s/__pycache__/skill-retrieve.%s.bundle" % (_here, sys.implementation.cache_tag), "rb") as _b:
-                _data = _b.read()
-            _magic, _boot, _mods = marshal.loads(_data)
+            _fd = posix.open("%s/__pycache__/skill-retrieve.%s.bundle" % (_here, sys.implementation.cache_tag), posix.O_RDONLY)
+            _n = int.from_bytes(posix.read(_fd, 4), "little")
+            _magic, _boot, _mods = marshal.loads(posix.read(_fd, _n if 0 < _n <= 1 << 20 else 0))
             if _magic == sys.modules["_frozen_importlib_external"].MAGIC_NUMBER:
                 _g = {"__name__": "retriever.cli.bundle"}
                 exec(_boot, _g)
-                _g["install"](_mods, _data)
+                _g["install"](_mods, _fd)
         except Exception:
             pass
     from retriever.cli.entry import run_process

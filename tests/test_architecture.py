@@ -47,14 +47,27 @@ def _fresh_bundle():
     written (tests/test_bundle.py); where there is none yet, the first run
     writes it and imports ``retriever.cli.bundle`` to do so.  Measure the
     steady state."""
-    from retriever.cli import bundle
-    bundle.write(str(REPO))
+    from retriever.cli import bundler
+    bundler.write(str(REPO))
 
 
 def test_the_bundle_holds_every_module_a_query_or_a_hook_imports():
     from retriever.cli import bundle
     ours = {m for m in QUERY_MODULES | HOOK_MODULES | SEMANTIC_CLIENT_MODULES if m.startswith("retriever")}
     assert ours <= set(bundle.HOT)
+
+
+def test_the_bundled_modules_hold_no_assert_and_read_no_docstring():
+    """The bundle compiles its modules as ``python -OO`` does (bundle.py
+    says why): an ``assert`` there would be skipped, a ``__doc__`` None."""
+    from retriever.cli import bundle, bundler
+    found = []
+    for name in bundle.HOT:
+        src, _ = bundler._source(str(REPO), name)
+        for node in ast.walk(ast.parse(Path(src).read_text(), src)):
+            if isinstance(node, ast.Assert) or getattr(node, "attr", getattr(node, "id", None)) == "__doc__":
+                found.append("%s:%d" % (src, node.lineno))
+    assert found == []
 
 
 # retriever/__main__.py is the executable of pip installs, like bin/skill-retrieve.

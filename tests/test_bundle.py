@@ -82,11 +82,13 @@ def test_an_edited_module_takes_effect_at_once_and_the_bundle_follows(tree):
 
 def test_a_damaged_bundle_is_ignored_and_replaced(tree):
     expected, _ = _query(tree)
-    for junk in (b"", b"\x00" * 64, tree["bundle"].read_bytes()[:1000]):
+    whole = tree["bundle"].read_bytes()
+    for junk in (b"", b"\x00" * 64, whole[:1000], whole[:-100],
+                 whole[:len(whole) // 2] + b"\x00" * (len(whole) - len(whole) // 2)):
         tree["bundle"].write_bytes(junk)
-        out, from_files = _query(tree)
+        out, _ = _query(tree)
         assert out == expected
-        assert from_files
+        assert tree["bundle"].read_bytes() not in (junk, b"")  # written again
         out, from_files = _query(tree)
         assert out == expected
         assert from_files == []
@@ -101,10 +103,11 @@ def test_nothing_is_written_under_dont_write_bytecode(tree):
 def test_a_bundle_for_another_interpreter_is_not_used(tree):
     import marshal
     expected, _ = _query(tree)
-    magic, boot, table = marshal.loads(tree["bundle"].read_bytes())
     data = tree["bundle"].read_bytes()
-    head = marshal.dumps((magic, boot, table))
-    tree["bundle"].write_bytes(marshal.dumps((b"\x00\x00\r\n", boot, table)) + data[len(head):])
+    n = int.from_bytes(data[:4], "little")
+    magic, boot, table = marshal.loads(data[4:4 + n])
+    head = marshal.dumps((b"\x00\x00\r\n", boot, table))
+    tree["bundle"].write_bytes(len(head).to_bytes(4, "little") + head + data[4 + n:])
     out, from_files = _query(tree)
     assert out == expected
     assert from_files

@@ -1,27 +1,38 @@
 """The executable's module bundle: the code of every module a query or a
-hook imports, in one file the executable reads at start-up.
+hook imports, in one file the executable opens at start-up.
 
 Why: the interpreter spends about 0.1 ms per imported module finding,
 stat-ing, opening and reading its ``.pyc``, whatever the module's size.
 A query imports eleven of this package's modules and a hook sixteen, so
 small modules with one job each would cost a whole millisecond of a
 per-prompt process that answers in three.  ``bin/skill-retrieve`` (and
-``retriever/__main__.py``) read this one file instead and serve those
-modules from memory, as CPython's frozen modules and PyOxidizer's
-in-memory importer do; every other module imports the normal way.
+``retriever/__main__.py``) open this one file instead and serve those
+modules from it, as CPython's frozen modules and PyOxidizer's in-memory
+importer do; every other module imports the normal way.
+
+Only what a process imports is read (one ``pread`` per module): reading
+the whole file cost a query 0.2 ms of page faults for the hook's and the
+semantic client's modules it never runs.  The code is compiled as
+``python -OO`` compiles it, without docstrings, which nothing on these
+paths reads (tests/test_architecture.py keeps them free of ``assert`` and
+``__doc__``): unmarshalling costs by the object, in a process this short.
 
 Safety is a ``.pyc``'s, made stricter: each entry records its source
 file's size and modification time in nanoseconds, and a module whose
-source no longer matches is imported from its source.  After answering,
-a process that imported any bundled module the normal way (no bundle yet,
+source no longer matches is imported from its source; so is a module
+whose code cannot be read back (a damaged file).  After answering, a
+process that imported any bundled module the normal way (no bundle yet,
 a source edited, a new interpreter) writes a fresh bundle beside the
-``.pyc`` files, atomically; where those cannot be written (a read-only
-install, ``python -B``) nothing is written and imports stay normal.
+``.pyc`` files, atomically (``bundler.py``); where those cannot be
+written (a read-only install, ``python -B``) nothing is written and
+imports stay normal.
 
 The file is ``retriever/__pycache__/skill-retrieve.<cache tag>.bundle``:
-``marshal`` of ``(magic, boot code, {module: entry})``.  The executable
-runs the boot code (this module's own code, so one file holds the whole
-mechanism) and calls ``install``.  Nothing happens at import.
+a 4-byte little-endian length, the ``marshal`` of ``(magic, boot code,
+{module: entry})`` in that many bytes, then each module's code.  The
+executable runs the boot code (this module's own code, so one file holds
+the whole start-up mechanism) and calls ``install``.  Nothing happens at
+import.
 """
 
 import sys
@@ -38,27 +49,7 @@ HOT = (
     "retriever.runners.skillsets", "retriever.visibility", "retriever.jsonlite",
     "retriever.semantic", "retriever.semantic.client", "retriever.semantic.fuse",
 )
-_NAME = "skill-retrieve.%s.bundle"
-
-
-def path(root):
-    """The bundle file of the package under ``root`` (the folder holding
-    ``retriever``), for this interpreter."""
-    return "%s/retriever/__pycache__/%s" % (root, _NAME % sys.implementation.cache_tag)
-
-
-def _source(root, name):
-    # (source file, is a package) of module ``name``, or None.
-    import posix
-    base = root + "/" + name.replace(".", "/")
-    for src, pkg in ((base + "/__init__.py", True), (base + ".py", False)):
-        try:
-            posix.stat(src)
-        except OSError:
-            continue
-        return src, pkg
-    return None
-
+MAX_HEAD = 1 << 20  # a longer table is damage, not a bundle
 
 # ------------------------------------------------------------- start-up
 
@@ -77,9 +68,11 @@ def _unchanged(entry):
 class _Finder:
     """A meta path finder and loader serving the bundle's fresh modules."""
 
-    data = b""
-    modules = {}  # name -> (source, is package, mtime_ns, size, offset from the end, length)
+    fd = -1  # the bundle file, open for the life of the process
+    base = 0  # where the code starts in it
+    modules = {}  # name -> (source, is package, mtime_ns, size, offset, length, .pyc path)
     spec = None  # importlib's ModuleSpec class
+    damaged = False  # a module's code could not be read back
 
     @classmethod
     def find_spec(cls, name, path=None, target=None):
@@ -90,6 +83,7 @@ class _Finder:
         if e[1]:
             spec.submodule_search_locations = [e[0].rsplit("/", 1)[0]]
         spec.has_location = True
+        spec.cached = e[6]  # spares importlib deriving it from the source path
         return spec
 
     @staticmethod
@@ -99,19 +93,31 @@ class _Finder:
     @classmethod
     def exec_module(cls, module):
         import marshal
+        import posix
         e = cls.modules[module.__name__]
-        start = len(cls.data) - e[4]
-        exec(marshal.loads(memoryview(cls.data)[start:start + e[5]]), module.__dict__)
+        try:
+            code = marshal.loads(posix.pread(cls.fd, e[5], cls.base + e[4]))
+            if type(code) is not type(_unchanged.__code__):
+                raise ValueError("not code")
+        except (OSError, ValueError, EOFError, TypeError):
+            cls.damaged = True  # the source is the truth, and the bundle is written again
+            with open(e[0], "rb") as f:
+                code = compile(f.read(), e[0], "exec", dont_inherit=True)
+        exec(code, module.__dict__)
 
 
-def install(entries, data):
+def install(entries, fd):
     """Serve the modules of ``entries`` (``{name: (source, is package,
-    mtime_ns, size, offset of its code from the end of data, length)}``)
-    from ``data``, the bundle file's bytes, while their sources are
-    unchanged; the others import normally.  Called by the executable,
-    before its first import of this package."""
+    mtime_ns, size, offset of its code after the table, length, .pyc
+    path)}``) from ``fd``, the bundle file positioned just after its
+    table, while their sources are unchanged; the others import normally.
+    Called by the executable, before its first import of this package."""
+    import posix
     from _frozen_importlib import ModuleSpec
-    _Finder.data, _Finder.modules, _Finder.spec = data, entries, ModuleSpec
+    base = posix.lseek(fd, 0, 1)
+    if posix.fstat(fd).st_size != base + sum(e[5] for e in entries.values()):
+        return  # cut short or grown: not the file the table describes
+    _Finder.fd, _Finder.base, _Finder.modules, _Finder.spec = fd, base, entries, ModuleSpec
     if _Finder.find_spec(__name__) is None:
         return  # this mechanism itself changed: serve nothing, the next write replaces it
     sys.meta_path.insert(0, _Finder)
@@ -128,102 +134,13 @@ def install(entries, data):
 
 def stale():
     """True when this process imported a bundled module from its source:
-    the bundle is missing, out of date or lacks a module it should hold."""
+    the bundle is missing, out of date, damaged or lacks a module it
+    should hold."""
+    if _Finder.damaged:
+        return True
     for name in HOT:
         m = sys.modules.get(name)
         if m is not None and getattr(m, "__loader__", None) is not _Finder:
             return True
     return False
 
-
-def refresh(root):
-    """Write a fresh bundle for the package under ``root`` if ``stale``
-    (see the module docstring); quiet and harmless when the folder cannot
-    be written.  Never raises."""
-    try:
-        if stale() and not sys.dont_write_bytecode:
-            write(root)
-    except Exception:  # a bundle is an optimisation, never a failure
-        pass
-
-
-def state(root):
-    """The bundle of the package under ``root``, for ``doctor``: ``(state,
-    path)``, the state one of ``fresh``; ``stale`` (a module changed since
-    it was written: the next query writes it again); ``missing`` (the next
-    query writes it); ``unwritable`` (no bundle, and none can be written
-    here: every query imports its modules one by one)."""
-    import marshal
-    import os
-    target = path(root)
-    try:
-        with open(target, "rb") as f:
-            _, _, table = marshal.loads(f.read())
-        for name in HOT:
-            if _source(root, name) is None:
-                continue
-            e = table.get(name)
-            if e is None or not _unchanged(e):
-                return "stale", target
-        return "fresh", target
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
-    folder = target.rsplit("/", 1)[0]
-    writable = os.access(folder, os.W_OK) if os.path.isdir(folder) else \
-        not os.path.exists(folder) and os.access(root + "/retriever", os.W_OK)
-    return ("missing" if writable and not sys.dont_write_bytecode else "unwritable"), target
-
-
-def write(root):
-    """Compile every ``HOT`` module under ``root`` and write the bundle,
-    atomically (a temporary file renamed over it).  Returns its path, or
-    None when the cache folder cannot be written (checked first: a
-    read-only install pays for no compiling)."""
-    import marshal
-    import posix
-    from _frozen_importlib_external import MAGIC_NUMBER
-    target = path(root)
-    tmp = "%s.%d.tmp" % (target, posix.getpid())
-    try:
-        posix.mkdir(target.rsplit("/", 1)[0], 0o755)
-    except OSError:
-        pass
-    try:
-        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL, 0o644)
-    except OSError:
-        return None
-    try:
-        with open(fd, "wb") as f:
-            stats, codes = {}, []
-            for name in HOT:
-                found = _source(root, name)
-                if found is None:
-                    continue
-                src, pkg = found
-                with open(src, "rb") as sf:
-                    st = posix.fstat(sf.fileno())
-                    code = compile(sf.read(), src, "exec", dont_inherit=True)
-                stats[name] = (src, pkg, st.st_mtime_ns, st.st_size)
-                codes.append((name, marshal.dumps(code)))
-            if __name__ not in stats:
-                raise OSError("%s is not among the sources" % __name__)
-            # The code follows the table; offsets count from the file's
-            # end, so the table's own length does not matter (marshal
-            # ignores what follows the object it reads).
-            table, end = {}, sum(len(c) for _, c in codes)
-            for name, c in codes:
-                table[name] = stats[name] + (end, len(c))
-                end -= len(c)
-            with open(stats[__name__][0], "rb") as sf:
-                boot = compile(sf.read(), stats[__name__][0], "exec", dont_inherit=True)
-            f.write(marshal.dumps((MAGIC_NUMBER, boot, table)))
-            for _, c in codes:
-                f.write(c)
-        posix.rename(tmp, target)
-    except BaseException:
-        try:
-            posix.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target

@@ -652,8 +652,8 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
 
     from retriever import semantic
     report["semantic"] = semantic.state(list(idx_users))
-    from retriever.cli import bundle
-    b_state, b_path = bundle.state(sys.modules["retriever"].__path__[0].rsplit("/", 1)[0])
+    from retriever.cli import bundler
+    b_state, b_path = bundler.state(sys.modules["retriever"].__path__[0].rsplit("/", 1)[0])
     report["bundle"] = {"state": b_state, "path": b_path}
 
     if do_probe and report["sample_skill"]:

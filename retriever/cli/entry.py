@@ -201,9 +201,9 @@ def run_process(bundle_root=None):
     if bundle_root is not None:
         # The answer is out; a no-op once the bundle is fresh.
         bundle = sys.modules.get("retriever.cli.bundle")
-        if bundle is None:
-            from retriever.cli import bundle
-        bundle.refresh(bundle_root)
+        if bundle is None or bundle.stale():
+            from retriever.cli import bundler
+            bundler.refresh(bundle_root)
     posix._exit(code if isinstance(code, int) else 1)
 
 
