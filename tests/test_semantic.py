@@ -198,6 +198,83 @@ def test_build_command_writes_vectors_unless_the_tier_is_off(tmp_path):
     assert (tmp_path / "b.skr.vec").exists()
 
 
+# ------------------------------------------------------------ exact dense search
+
+
+def _library(n, seed):
+    """``n`` unit vectors shaped like sentence embeddings (a few hundred
+    topics, each skill near one), and questions: near a skill, between
+    two, and unlike every skill (small talk)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    topics = rng.standard_normal((300, 512))
+    mat = topics[rng.integers(0, 300, n)] + 0.8 * rng.standard_normal((n, 512))
+    mat = (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+    near = mat[rng.integers(0, n, 12)] + 0.5 * rng.standard_normal((12, 512)) / 512 ** 0.5
+    mixed = mat[rng.integers(0, n, 6)] + mat[rng.integers(0, n, 6)]
+    unlike = rng.standard_normal((6, 512))
+    qs = np.concatenate([near, mixed, unlike])
+    return mat, (qs / np.linalg.norm(qs, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("n,seed", [(300, 1), (5000, 2), (9000, 3)])
+def test_the_encoders_top_and_the_candidates_cosines_are_the_plain_products(n, seed):
+    """A large library's vectors are searched with a bound (dense.py); its
+    top must be exactly the plain product's, for every kind of question."""
+    import numpy as np
+    from retriever.semantic import dense
+    mat, qs = _library(n, seed)
+    vecs = dense.prepare(mat)
+    assert (len(vecs) == 1) == (n < dense.SPLIT_MIN)
+    ids = np.arange(0, n, 7)
+    for qv in qs:
+        plain = mat @ qv
+        for k in (1, 10, 25):
+            got = dense.top(vecs, qv, k)
+            assert len(set(got.tolist())) == k
+            # The same cosines as the plain top (a question between two
+            # skills may tie them to the last float bit: either is right).
+            assert np.abs(np.sort(plain[got]) - np.sort(plain)[-k:]).max() < 1e-6
+        assert np.abs(dense.at(vecs, qv, ids) - plain[ids]).max() < 1e-5
+
+
+def test_a_helper_of_another_version_is_stopped_and_the_answer_is_bm25(tmp_path, tree):
+    """A helper outlives an upgrade of this package; one that does not
+    know the question's form answers "bad request" (as a helper of an
+    older version does): the query answers BM25 only and stops it, so
+    the next query starts a current one."""
+    import socket
+    import threading
+    from retriever.semantic import client
+    env = _helper_env(tmp_path)
+    d = env["XDG_RUNTIME_DIR"] + "/skill-retrieval"
+    os.makedirs(d, mode=0o700)
+    open(d + "/semantic.spawned", "w").close()  # no new helper during this test
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(d + "/semantic.sock")
+    srv.listen(4)
+    srv.settimeout(30)
+    got = []
+
+    def old_helper():
+        while True:
+            conn, _ = srv.accept()
+            with conn:
+                op = client.read_frame(conn).split(b"\n")[0]
+                got.append(op)
+                conn.sendall(client.frame(b"ok\nstopping" if op == b"stop" else b"error\nbad request"))
+                if op == b"stop":
+                    return
+
+    t = threading.Thread(target=old_helper, daemon=True)
+    t.start()
+    doc = _fused(env, tree["index"], "rotate kubernetes TLS certificates")
+    t.join(30)
+    srv.close()
+    assert doc["tiers"] == ["bm25"] and doc["results"][0]["name"] == "k8s-cert-rotation"
+    assert got == [b"ask", b"stop"]
+
+
 # ------------------------------------------------------------------ the helper
 
 
@@ -365,7 +442,7 @@ def test_the_helper_is_asked_before_the_index_is_loaded(tmp_path, tree, helpers,
     req = {"index": tree["index"]}
     results, _ = service.answer("把扫描的PDF文件里的文字提取出来", req)
     assert req["tiers"] == ["bm25", "semantic"] and results[0]["name"] == "pdf-text-extraction"
-    assert events[:2] == ["cosall", "load"], events
+    assert events[:2] == ["ask", "load"], events
 
 
 def test_the_helper_follows_a_rebuilt_index_and_a_reply_about_another_build_is_refused(tmp_path, helpers):

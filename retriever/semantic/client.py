@@ -8,7 +8,8 @@ failure.  ``_socket`` costs 0.5 ms to import where ``socket`` costs 8.7 ms
 newline-separated text, the cosines packed int16 read with
 ``int.from_bytes``, so neither ``json`` nor ``struct`` is needed.  The
 question goes out before the index is loaded (``Provider.ask``), so the
-helper's work overlaps the client's.
+helper's work overlaps the client's; BM25's candidates follow in a second
+frame, and the one reply carries their cosines.
 
 When the tier is installed and no helper answers, the first query starts
 one, detached, and answers BM25 only; the next queries find it warm.
@@ -126,37 +127,47 @@ def request(sock, lines):
     return read_frame(sock).decode("utf-8", "replace").split("\n")
 
 
+ASK = "ask"  # a question; the helper of an older version answers "bad request"
+
 # Cosines travel as signed 16-bit integers (cosine x SCALE), one per skill
-# in skill-number order: the reply must carry every skill's cosine, since
-# the helper is asked before BM25 has chosen its candidates.  Two bytes a
-# skill (40 KB at 20,000) and ``int.from_bytes`` per candidate: no ``json``,
-# ``struct`` or ``array`` import; precision 3e-5.
+# the reply lists: the encoder's top, then the candidates this process
+# sent once BM25 had chosen them.  ``int.from_bytes`` reads them: no
+# ``json``, ``struct`` or ``array`` import; precision 3e-5.
 SCALE = 32767
+MAX_CANDIDATES = 10000
 
 
-def parse_all(raw, key, candidates):
-    """``{skill number: cosine}`` for ``candidates`` and the helper's dense
-    top, from a ``cosall`` reply (``ok``, the index build, the skill count,
-    the dense top's skill numbers, then the packed cosines); None when it
-    is not ``ok``.  Raises ValueError when the helper answered for another
-    build of the index than ``key`` (the file changed between the two
-    loads: skill numbers would not match)."""
+def candidates_frame(candidates):
+    """The second frame of a question: BM25's candidates (skill numbers)."""
+    return frame(" ".join(map(str, candidates[:MAX_CANDIDATES])).encode("ascii"))
+
+
+def parse_candidates(raw):
+    """The skill numbers of a ``candidates_frame`` (the helper's side);
+    raises ValueError on anything else."""
+    out = [int(t) for t in raw.split()[:MAX_CANDIDATES]]
+    if any(d < 0 for d in out):
+        raise ValueError("negative skill number")
+    return out
+
+
+def parse(raw, key):
+    """``{skill number: cosine}`` from the helper's reply to a question
+    (``ok``, the index build, the skill numbers covered, then their
+    packed cosines); None when it is not ``ok``.  Raises ValueError when
+    the helper answered for another build of the index than ``key`` (the
+    file changed between the two loads: skill numbers would not match)."""
     status, _, rest = raw.partition(b"\n")
     if status != b"ok":
         return None
     got_key, _, rest = rest.partition(b"\n")
     if got_key.decode("utf-8", "surrogateescape") != key:
         raise ValueError("the helper has another build of the index")
-    n_s, _, rest = rest.partition(b"\n")
-    top_s, _, blob = rest.partition(b"\n")
-    n = int(n_s)
-    if len(blob) != 2 * n:
+    ids_s, _, blob = rest.partition(b"\n")
+    ids = [int(t) for t in ids_s.split()]
+    if len(blob) != 2 * len(ids):
         raise ValueError("short reply")
-    out = {}
-    for d in [int(t) for t in top_s.split()] + list(candidates):
-        if 0 <= d < n:
-            out[d] = int.from_bytes(blob[2 * d:2 * d + 2], "little", signed=True) / SCALE
-    return out
+    return {d: int.from_bytes(blob[2 * i:2 * i + 2], "little", signed=True) / SCALE for i, d in enumerate(ids)}
 
 
 class Session:
@@ -164,17 +175,17 @@ class Session:
 
     The question (index path and text) goes out as soon as the client
     knows them, before it loads its index and runs BM25 (``Provider.ask``),
-    so the helper encodes the text and scans the skill vectors (about 7 ms
-    at 20,000 skills) while this process does its own work: the two
-    overlap, and the client waits only for what is left.  Calling the
-    session with the text and BM25's candidates reads the reply, within
-    the deadline, and checks it is about the index build loaded here."""
+    so the helper encodes the text and finds its own top skills while
+    this process does its own work: the two overlap.  Calling the session
+    with the text and BM25's candidates sends those, reads the reply
+    (their cosines and the helper's top), within the deadline, and checks
+    it is about the index build loaded here."""
 
     def __init__(self, provider, sock, index_path, text):
         self.provider, self.sock, self.index_path, self.text = provider, sock, index_path, text
         self.key = None
         try:
-            sock.sendall(frame(("cosall\n%s\n%s" % (index_path, text.replace("\n", " ")))
+            sock.sendall(frame(("%s\n%s\n%s" % (ASK, index_path, text.replace("\n", " ")))
                                .encode("utf-8", "surrogateescape")))
         except OSError as exc:
             self._failed(exc)
@@ -195,8 +206,12 @@ class Session:
             self._failed(ValueError("asked about another text"))
             return None
         try:
+            try:
+                self.sock.sendall(candidates_frame(list(candidates)))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # it answered already (still loading): the reply is there to read
             raw = read_frame(self.sock)
-            scores = parse_all(raw, self.key, candidates)
+            scores = parse(raw, self.key)
         except (OSError, ValueError) as exc:
             self._failed(exc)
             return None
@@ -204,6 +219,11 @@ class Session:
         self.sock = None
         self.provider.status = "answered" if scores is not None else \
             " ".join(raw.decode("utf-8", "replace").split("\n")[:2]).strip()
+        if raw == b"error\nbad request":
+            # A helper of another version of this package (it outlives an
+            # upgrade): stop it, and the next question starts a current one.
+            self.provider.status += "; stopped the helper of another version"
+            stop_helper()
         return scores
 
 
@@ -304,3 +324,17 @@ def start_detached(force=False):
     except BaseException:
         pass
     posix._exit(1)
+
+
+def stop_helper(path=None):
+    """Ask the running helper to exit (``skill-retrieve serve --stop``);
+    True when one answered."""
+    s = connect(path, 5.0)
+    if s is None:
+        return False
+    try:
+        return request(s, ["stop"])[:1] == ["ok"]
+    except OSError:
+        return False
+    finally:
+        s.close()

@@ -16,10 +16,12 @@ per-prompt clients' requests for cosines over a Unix socket:
 - it exits after SKILL_RETRIEVAL_SEMANTIC_IDLE seconds without a request
   (default 1800).
 
-Requests are the client's framing (``client.frame``): ``cosall`` with
-the index path and the text (sent before the client loads its index and
-runs BM25, so the two overlap; the reply names the index build and packs
-every skill's cosine, see ``cosines_all``); ``ping``; ``stop``.
+Requests are the client's framing (``client.frame``): ``ask`` with the
+index path and the text, sent before the client loads its index and runs
+BM25, so the two overlap; the client's candidates follow in a second
+frame once BM25 has chosen them, and the reply names the index build and
+packs the cosines of the encoder's top and of those candidates (see
+``packed``); ``ping``; ``stop``.
 """
 
 import os
@@ -58,11 +60,11 @@ class Indexes:
         self.log = log
         self.max_indexes = max_indexes
         self.mu = threading.Lock()
-        self.ready = {}    # path -> (key, stat signature, idx, matrix)
+        self.ready = {}    # path -> (key, stat signature, idx, vectors as dense.prepare gives them)
         self.loading = {}  # path -> ("key", build key) or ("stat", signature) being loaded
 
     def get(self, path, key):
-        """``(idx, matrix)`` for this build of ``path`` (the caller holds
+        """``(idx, vectors)`` for this build of ``path`` (the caller holds
         that build: the Hermes plugin, the eval), or None while it loads (a
         background load is started when needed)."""
         with self.mu:
@@ -73,7 +75,7 @@ class Indexes:
             return self._start(path, ("key", key))
 
     def get_file(self, path):
-        """``(build key, idx, matrix)`` for the index file at ``path`` as it
+        """``(build key, idx, vectors)`` for the index file at ``path`` as it
         is now, or None while it loads.  The warm helper's way: the client
         asks before loading its index, so it cannot name the build; one
         ``stat`` per request (microseconds) notices a rebuild, and the
@@ -98,7 +100,7 @@ class Indexes:
 
     def _load(self, path, want):
         from retriever import store
-        from retriever.semantic import vectors
+        from retriever.semantic import dense, vectors
         try:
             # Taken before the load: a change after it makes the next
             # request load again, never serve a stale matrix.
@@ -113,9 +115,11 @@ class Indexes:
                 t0 = time.perf_counter()
                 mat, n = vectors.ensure(path, idx)
                 self.log("embedded %d skills of %s in %.1fs" % (n, path, time.perf_counter() - t0))
-            self.log("vectors of %s ready (%d skills)" % (path, len(mat)))
+            vecs = dense.prepare(mat)
+            del mat
+            self.log("vectors of %s ready (%d skills)" % (path, dense.count(vecs)))
             with self.mu:
-                self.ready[path] = (key, sig, idx, mat)
+                self.ready[path] = (key, sig, idx, vecs)
                 while len(self.ready) > self.max_indexes:
                     self.ready.pop(next(iter(self.ready)))
         except Exception as exc:
@@ -126,48 +130,58 @@ class Indexes:
                     del self.loading[path]
 
 
-def scan(mat, text, dense=None):
-    """``(every skill's cosine with text, the encoder's top dense skill
-    numbers)``, numpy arrays.  The matrix stays float32 in memory: numpy's
-    float16 product has no BLAS kernel (57 ms against 4 ms at 20,000 x 512)."""
-    import numpy as np
-    from retriever.semantic import embed, fuse
-    allc = mat @ embed.encode_query(text)
-    n = dense or fuse.DENSE_POOL
-    top = np.argpartition(-allc, n)[:n] if len(allc) > n else np.arange(len(allc))
-    return allc, top
+def scan(vecs, text, n=None, idle=None):
+    """``(the encoder's vector for text, its top n skill numbers)``, for
+    ``vecs`` from ``dense.prepare`` (the top is exact: dense.py).
+    ``idle()``, when given, says whether the client waits now (its
+    candidates are in): the top may then use both cores."""
+    from retriever.semantic import dense, embed, fuse
+    qv = embed.encode_query(text)
+    return qv, dense.top(vecs, qv, n or fuse.DENSE_POOL, two_cores=idle is not None and idle())
 
 
-def cosines(mat, text, candidates, dense=None):
+def _listed(vecs, top, candidates):
+    # The skill numbers a reply covers: the encoder's top, then the
+    # candidates that exist.
+    from retriever.semantic import dense
+    n = dense.count(vecs)
+    return top.tolist() + [d for d in candidates if 0 <= d < n]
+
+
+def cosines(vecs, text, candidates, n=None):
     """``{skill number: cosine}`` for ``candidates`` and the encoder's own
-    top ``dense`` skills (the in-process provider's answer)."""
-    allc, top = scan(mat, text, dense)
-    out = {int(d): float(allc[d]) for d in top}
-    for d in candidates:
-        if 0 <= d < len(allc):
-            out[d] = float(allc[d])
-    return out
+    top ``n`` skills (the in-process provider's answer)."""
+    from retriever.semantic import dense
+    qv, top = scan(vecs, text, n)
+    ids = _listed(vecs, top, candidates)
+    return dict(zip(ids, dense.at(vecs, qv, ids).tolist())) if ids else {}
 
 
-def cosines_all(key, mat, text, dense=None):
-    """Every skill's cosine with ``text``, packed for the client
-    (``client.parse_all``): the index build ``key`` they belong to, the
-    skill count, the encoder's top ``dense`` skill numbers and one
-    little-endian int16 (cosine x client.SCALE) per skill."""
+def packed(key, vecs, qv, top, candidates):
+    """The helper's reply to a question (``client.parse``): ``ok``, the
+    index build ``key`` it is about, the skill numbers it covers (the
+    encoder's top, then the client's candidates), and their cosines, one
+    little-endian int16 (cosine x client.SCALE) each."""
     import numpy as np
-    allc, top = scan(mat, text, dense)
-    packed = np.rint(np.clip(allc, -1.0, 1.0) * client.SCALE).astype("<i2").tobytes()
-    head = "ok\n%s\n%d\n%s\n" % (key, len(allc), " ".join(map(str, top.tolist())))
-    return head.encode("utf-8", "surrogateescape") + packed
+    from retriever.semantic import dense
+    ids = _listed(vecs, top, candidates)
+    cos = dense.at(vecs, qv, ids) if ids else np.zeros(0, dtype=np.float32)
+    blob = np.rint(np.clip(cos, -1.0, 1.0) * client.SCALE).astype("<i2").tobytes()
+    head = "ok\n%s\n%s\n" % (key, " ".join(map(str, ids)))
+    return head.encode("utf-8", "surrogateescape") + blob
 
 
-def handle(indexes, lines):
-    """The reply (bytes) for one request: ``ping`` or ``cosall`` (index
-    path, the text)."""
+def handle(indexes, lines, read_more=None, more_ready=None):
+    """The reply (bytes) for one request: ``ping``, or ``ask`` (index
+    path, the text).  An ``ask`` is answered in two steps: the helper
+    encodes the text and finds its own top while the client runs BM25;
+    ``read_more()`` then gives the client's second frame, its
+    candidates, whose cosines complete the reply; ``more_ready()`` says
+    whether that frame is in already."""
     op = lines[0] if lines else ""
     if op == "ping":
         return ("ok\npid %d\nindexes %d" % (os.getpid(), len(indexes.ready))).encode()
-    if op != "cosall" or len(lines) < 3:
+    if op != client.ASK or len(lines) < 3:
         return b"error\nbad request"
     path, text = lines[1], "\n".join(lines[2:])
     from retriever.semantic import embed
@@ -180,7 +194,19 @@ def handle(indexes, lines):
     if not embed.loaded():
         # The warm-up thread is still loading it: never block the accept loop.
         return b"pending\nthe model is loading"
-    return cosines_all(got[0], got[2], text)
+    key, _, vecs = got
+    qv, top = scan(vecs, text, idle=more_ready)
+    candidates = client.parse_candidates(read_more()) if read_more is not None else []
+    return packed(key, vecs, qv, top, candidates)
+
+
+def _readable(conn):
+    # True when the client's next frame has arrived (a peek that never blocks).
+    import socket
+    try:
+        return bool(conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:
+        return False
 
 
 def _peer_uid(conn):
@@ -260,7 +286,8 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
                         conn.sendall(client.frame(b"ok\nstopping"))
                         reason = "asked to stop"
                         break
-                    conn.sendall(client.frame(handle(indexes, lines)))
+                    conn.sendall(client.frame(handle(indexes, lines, lambda: client.read_frame(conn),
+                                                     lambda: _readable(conn))))
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (its deadline): normal
                 except Exception as exc:
@@ -287,17 +314,9 @@ def _warm(log):
         log("model failed to load: %s: %s" % (type(exc).__name__, exc))
 
 
-def stop(sock_path=None, timeout=5.0):
+def stop(sock_path=None):
     """Ask the running helper to exit; True when one answered."""
-    s = client.connect(sock_path, timeout)
-    if s is None:
-        return False
-    try:
-        return client.request(s, ["stop"])[:1] == ["ok"]
-    except OSError:
-        return False
-    finally:
-        s.close()
+    return client.stop_helper(sock_path)
 
 
 def ping(sock_path=None, timeout=1.0):

@@ -42,8 +42,8 @@ class Provider:
         got = self.indexes.get(index_path, client.index_key(idx["header"]))
         if got is None or not self.model_ready:
             return None
-        _, mat = got
-        return lambda text, candidates: helper.cosines(mat, text, candidates)
+        _, vecs = got
+        return lambda text, candidates: helper.cosines(vecs, text, candidates)
 
     def wait(self, index_path, idx, timeout=60.0):
         """Block until cosines for ``idx`` are ready (tests, eval)."""
