@@ -10,7 +10,7 @@ comes from ``retriever.service``, the one pipeline every front end uses.
 
 import sys
 
-from retriever import locate, service, settings, store
+from retriever import locate, service, settings
 from retriever.service import read_stdin, write_out
 from retriever.cli import SUBCOMMANDS
 
@@ -166,10 +166,11 @@ def main(argv=None):
     text = " ".join(opts["words"]) if opts["words"] else read_stdin()
     try:
         results, path = service.answer(text, opts)
-    except store.UnsafeTarget as exc:  # --index names a file that is not ours
-        warn("error: %s" % exc)
-        return 2
     except Exception as exc:  # never a traceback for the user
+        from retriever import store
+        if isinstance(exc, store.UnsafeTarget):  # --index names a file that is not ours
+            warn("error: %s" % exc)
+            return 2
         warn("error: %s: %s" % (type(exc).__name__, exc))
         locate.log("query failed: %s: %s" % (type(exc).__name__, exc))
         return 1
