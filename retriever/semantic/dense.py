@@ -55,8 +55,8 @@ def count(vecs):
 def top(vecs, qv, n, two_cores=False):
     """The ``n`` skill numbers with the highest cosine with ``qv`` (a unit
     float32 vector), as the whole product ranks them; numpy ints.
-    ``two_cores``: read the heads on two threads (when the machine's other
-    core is idle: the client has finished BM25 and waits)."""
+    ``two_cores``: read the heads on two threads (the helper, once the
+    client has finished BM25 and waits)."""
     import numpy as np
     if len(vecs) == 1:
         allc = vecs[0] @ qv

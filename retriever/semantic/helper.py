@@ -130,14 +130,11 @@ class Indexes:
                     del self.loading[path]
 
 
-def scan(vecs, text, n=None, idle=None):
-    """``(the encoder's vector for text, its top n skill numbers)``, for
-    ``vecs`` from ``dense.prepare`` (the top is exact: dense.py).
-    ``idle()``, when given, says whether the client waits now (its
-    candidates are in): the top may then use both cores."""
-    from retriever.semantic import dense, embed, fuse
-    qv = embed.encode_query(text)
-    return qv, dense.top(vecs, qv, n or fuse.DENSE_POOL, two_cores=idle is not None and idle())
+def top_of(vecs, qv, n=None, two_cores=False):
+    """The encoder's top ``n`` skill numbers for the question's vector
+    ``qv``, over ``vecs`` from ``dense.prepare`` (exact: dense.py)."""
+    from retriever.semantic import dense, fuse
+    return dense.top(vecs, qv, n or fuse.DENSE_POOL, two_cores=two_cores)
 
 
 def _listed(vecs, top, candidates):
@@ -151,9 +148,9 @@ def _listed(vecs, top, candidates):
 def cosines(vecs, text, candidates, n=None):
     """``{skill number: cosine}`` for ``candidates`` and the encoder's own
     top ``n`` skills (the in-process provider's answer)."""
-    from retriever.semantic import dense
-    qv, top = scan(vecs, text, n)
-    ids = _listed(vecs, top, candidates)
+    from retriever.semantic import dense, embed
+    qv = embed.encode_query(text)
+    ids = _listed(vecs, top_of(vecs, qv, n), candidates)
     return dict(zip(ids, dense.at(vecs, qv, ids).tolist())) if ids else {}
 
 
@@ -171,13 +168,15 @@ def packed(key, vecs, qv, top, candidates):
     return head.encode("utf-8", "surrogateescape") + blob
 
 
-def handle(indexes, lines, read_more=None, more_ready=None):
+def handle(indexes, lines, read_more=None):
     """The reply (bytes) for one request: ``ping``, or ``ask`` (index
     path, the text).  An ``ask`` is answered in two steps: the helper
-    encodes the text and finds its own top while the client runs BM25;
-    ``read_more()`` then gives the client's second frame, its
-    candidates, whose cosines complete the reply; ``more_ready()`` says
-    whether that frame is in already."""
+    encodes the text while the client runs BM25; ``read_more()`` then
+    waits for the client's second frame, its candidates, and the helper
+    finds its own top and the candidates' cosines.  The top waits for the
+    candidates on purpose: run beside the client's BM25, the two processes
+    slowed each other down (memory bound, on two cores), and once the
+    client waits, the top has both cores to itself."""
     op = lines[0] if lines else ""
     if op == "ping":
         return ("ok\npid %d\nindexes %d" % (os.getpid(), len(indexes.ready))).encode()
@@ -195,18 +194,9 @@ def handle(indexes, lines, read_more=None, more_ready=None):
         # The warm-up thread is still loading it: never block the accept loop.
         return b"pending\nthe model is loading"
     key, _, vecs = got
-    qv, top = scan(vecs, text, idle=more_ready)
+    qv = embed.encode_query(text)
     candidates = client.parse_candidates(read_more()) if read_more is not None else []
-    return packed(key, vecs, qv, top, candidates)
-
-
-def _readable(conn):
-    # True when the client's next frame has arrived (a peek that never blocks).
-    import socket
-    try:
-        return bool(conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-    except OSError:
-        return False
+    return packed(key, vecs, qv, top_of(vecs, qv, two_cores=True), candidates)
 
 
 def _peer_uid(conn):
@@ -286,8 +276,7 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
                         conn.sendall(client.frame(b"ok\nstopping"))
                         reason = "asked to stop"
                         break
-                    conn.sendall(client.frame(handle(indexes, lines, lambda: client.read_frame(conn),
-                                                     lambda: _readable(conn))))
+                    conn.sendall(client.frame(handle(indexes, lines, lambda: client.read_frame(conn))))
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (its deadline): normal
                 except Exception as exc:
