@@ -143,3 +143,5 @@ def test_doctor_says_whether_the_bundle_is_fresh(tree):
     assert said()["state"] == "stale"
     _query(tree)  # a query imports render.py, notices, and writes the bundle again
     assert said()["state"] == "fresh"
+    tree["bundle"].write_bytes(b"\x00" * 64)  # damaged, or another version's format
+    assert said()["state"] == "stale"

@@ -44,9 +44,10 @@ def read_table(target):
 def state(root):
     """The bundle of the package under ``root``, for ``doctor``: ``(state,
     path)``, the state one of ``fresh``; ``stale`` (a module changed since
-    it was written: the next query writes it again); ``missing`` (the next
-    query writes it); ``unwritable`` (no bundle, and none can be written
-    here: every query imports its modules one by one)."""
+    it was written, or the file is damaged or another version's: the next
+    query writes it again); ``missing`` (the next query writes it);
+    ``unwritable`` (no bundle, and none can be written here: every query
+    imports its modules one by one)."""
     import os
     target = path(root)
     try:
@@ -58,8 +59,10 @@ def state(root):
             if e is None or not _unchanged(e):
                 return "stale", target
         return "fresh", target
-    except (OSError, ValueError, EOFError, TypeError, IndexError):
+    except OSError:
         pass
+    except (ValueError, EOFError, TypeError, IndexError):
+        return "stale", target
     folder = target.rsplit("/", 1)[0]
     writable = os.access(folder, os.W_OK) if os.path.isdir(folder) else \
         not os.path.exists(folder) and os.access(root + "/retriever", os.W_OK)
