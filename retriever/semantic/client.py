@@ -222,8 +222,9 @@ class Session:
         if raw == b"error\nbad request":
             # A helper of another version of this package (it outlives an
             # upgrade): stop it, and the next question starts a current one.
-            self.provider.status += "; stopped the helper of another version"
-            stop_helper()
+            stopped = stop_helper()
+            self.provider.status += "; stopped the helper of another version" if stopped else ""
+            locate.log("semantic helper of another version %s" % ("stopped" if stopped else "did not stop"))
         return scores
 
 
@@ -326,10 +327,11 @@ def start_detached(force=False):
     posix._exit(1)
 
 
-def stop_helper(path=None):
+def stop_helper(path=None, timeout=None):
     """Ask the running helper to exit (``skill-retrieve serve --stop``);
-    True when one answered."""
-    s = connect(path, 5.0)
+    True when one answered.  ``timeout``: seconds (default the query's
+    SKILL_RETRIEVAL_SEMANTIC_TIMEOUT)."""
+    s = connect(path, timeout)
     if s is None:
         return False
     try:

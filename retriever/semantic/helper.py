@@ -305,7 +305,7 @@ def _warm(log):
 
 def stop(sock_path=None):
     """Ask the running helper to exit; True when one answered."""
-    return client.stop_helper(sock_path)
+    return client.stop_helper(sock_path, 5.0)
 
 
 def ping(sock_path=None, timeout=1.0):
