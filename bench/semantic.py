@@ -3,8 +3,10 @@
 Per library size (300, 3,741 real skills; 20,000 renamed copies): the
 client against the interpreter floor with the tier off, with the tier on
 and no helper (a failed ``connect``), and with a warm helper; the helper's
-RSS after serving; and a cold ``skill-retrieve build`` with vectors at
-1,000 skills (model load included).  Indexes and vectors are cached in
+RSS after serving; the helper's own work per question, plain product
+against the bounded search, where the library is large enough for it; and
+a cold ``skill-retrieve build`` with vectors at 1,000 skills (model load
+included).  Indexes and vectors are cached in
 .cache/bench like bench.py's.  Reports, never fails.
 
     .venv/bin/python bench/semantic.py [--sizes 300,3741,20000] [--runs 15]
@@ -71,6 +73,30 @@ def tiers_hit_rate(index, env, queries):
     return hit / len(queries)
 
 
+def helper_work(path, rounds=5):
+    """Inside the helper, per question: encoding it and finding the
+    encoder's top 10, with one plain product over every vector and with
+    ``dense.py``'s bounded search, interleaved in this process; medians
+    in ms (None when the index has no vectors or is too small to split)."""
+    import statistics
+    from retriever import store
+    from retriever.semantic import dense, embed, fuse, vectors
+    embed.one_blas_thread()
+    mat = vectors.load_for(path, store.load(path)["header"])
+    if mat is None or len(mat) < dense.SPLIT_MIN:
+        return None
+    ways = {"plain": (mat,), "bounded": dense.prepare(mat)}
+    embed.encode_query("warm up")
+    times = {k: [] for k in ways}
+    for _ in range(rounds):
+        for q in bench.QUERIES:
+            for k, vecs in ways.items():
+                t = time.perf_counter()
+                dense.top(vecs, embed.encode_query(q), fuse.DENSE_POOL)
+                times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="300,3741,20000")
@@ -131,6 +157,9 @@ def main(argv=None):
         os.utime(stamp, (t, t))
         nohelp = helper_env(env, nohelp_dir)
         log("size %d: starting the helper" % size)
+        # One left running in this folder (an earlier run, by hand) would
+        # hold the lock and be measured in place of ours: stop it first.
+        subprocess.run([bench.BIN, "serve", "--stop"], env=henv, capture_output=True)
         proc = subprocess.Popen([bench.BIN, "serve", "--idle", "600"], env=henv,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -161,7 +190,11 @@ def main(argv=None):
                 proc.wait()
         report["sizes"][size] = {"rows": rows, "helper_rss_mib": rss, "helper_hwm_mib": hwm,
                                  "fused_within_deadline": hit, "warm_up_s": waited,
-                                 "n_docs": info["header"]["n_docs"]}
+                                 "n_docs": info["header"]["n_docs"], "path": path}
+    # Last: it loads numpy and the model into this process.
+    for size, d in report["sizes"].items():
+        log("size %d: helper work per question, in process" % size)
+        d["helper_work_ms"] = helper_work(d.pop("path"))
     text = render(report)
     sys.stdout.write(text)
     with open(os.path.join(cache, "semantic.json"), "w") as f:
@@ -186,6 +219,12 @@ def render(report):
             ("+%.0f %s" % (b, "met" if warm <= b else "MISSED")) if b else "-",
             100 * d["fused_within_deadline"], d["helper_rss_mib"] or 0, d["helper_hwm_mib"] or 0,
             (" (budget %.0f: %s)" % (rb, "met" if (d["helper_hwm_mib"] or 0) <= rb else "MISSED")) if rb else ""))
+    for size, d in report["sizes"].items():
+        w = d.get("helper_work_ms")
+        if w:
+            out.append("")
+            out.append("helper work per question at %s skills (encode + top 10, in process, interleaved): "
+                       "plain product %.1f ms, bounded search (dense.py) %.1f ms" % (size, w["plain"], w["bounded"]))
     b = report["build_1000"]
     out.append("")
     out.append("build of 1,000 skills with vectors, cold (model load included): %.1f s (budget %.0f s: %s); "
