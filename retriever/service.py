@@ -269,7 +269,6 @@ def answer(text, req, idx=None):
     module docstring).  Returns ``(results, index path)``; the path is None
     when no index was ready (a hook whose first build is still running)
     or when the caller passed its own ``idx`` (the plugin's, in memory)."""
-    from retriever import store
     top_k, inject_k = settings.limits(req.get("k"))
     keep = req.get("keep")
     path = None
@@ -300,6 +299,7 @@ def answer(text, req, idx=None):
         # so the semantic tier can find that index's vectors.
         results = rank(idx, path or req.get("_path"), text, top_k, req, keep, provider)
     except (IndexError, ValueError, EOFError, TypeError) as exc:
+        from retriever import store
         if path is None or req.get("wait") is not None:
             if path is not None and isinstance(exc, store.Damaged):
                 maybe_revalidate(path)  # its whole-file check rebuilds it

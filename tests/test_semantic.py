@@ -445,6 +445,27 @@ def test_the_helper_is_asked_before_the_index_is_loaded(tmp_path, tree, helpers,
     assert events[:2] == ["ask", "load"], events
 
 
+def test_the_question_goes_out_before_the_client_imports_store(tmp_path, tree):
+    """The client connects to the helper (importing ``_socket``) before it
+    pays for importing ``store`` (about 0.3 ms), so the helper starts that
+    much earlier.  A socket nobody listens on is enough to see the order."""
+    import socket
+    env = _helper_env(tmp_path)
+    d = env["XDG_RUNTIME_DIR"] + "/skill-retrieval"
+    os.makedirs(d, mode=0o700)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(d + "/semantic.sock")
+    s.close()
+    open(d + "/semantic.spawned", "w").close()  # no helper is started
+    py = REPO / ".venv" / "bin" / "python3"
+    proc = subprocess.run([str(py if py.exists() else sys.executable), "-I", "-S", "-v", str(BIN),
+                           "--index", tree["index"], "rotate kubernetes TLS certificates"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "k8s-cert-rotation" in proc.stdout, proc.stderr[-2000:]
+    order = [line.split("'")[1] for line in proc.stderr.splitlines() if line.startswith("import '")]
+    assert order.index("_socket") < order.index("retriever.store"), order
+
+
 def test_the_helper_follows_a_rebuilt_index_and_a_reply_about_another_build_is_refused(tmp_path, helpers):
     from retriever import build, store
     from retriever.semantic import client
