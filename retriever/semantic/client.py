@@ -327,16 +327,22 @@ def start_detached(force=False):
     posix._exit(1)
 
 
-def stop_helper(path=None, timeout=None):
-    """Ask the running helper to exit (``skill-retrieve serve --stop``);
-    True when one answered.  ``timeout``: seconds (default the query's
-    SKILL_RETRIEVAL_SEMANTIC_TIMEOUT)."""
+def call(lines, path=None, timeout=None):
+    """One request to the running helper on a connection of its own: the
+    reply's lines, or None (no helper, or no answer within ``timeout``
+    seconds; default SKILL_RETRIEVAL_SEMANTIC_TIMEOUT)."""
     s = connect(path, timeout)
     if s is None:
-        return False
+        return None
     try:
-        return request(s, ["stop"])[:1] == ["ok"]
+        return request(s, lines)
     except OSError:
-        return False
+        return None
     finally:
         s.close()
+
+
+def stop_helper(path=None, timeout=None):
+    """Ask the running helper to exit (``skill-retrieve serve --stop``);
+    True when one answered."""
+    return (call(["stop"], path, timeout) or [])[:1] == ["ok"]

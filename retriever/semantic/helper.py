@@ -310,15 +310,7 @@ def stop(sock_path=None):
 
 def ping(sock_path=None, timeout=1.0):
     """The running helper's status lines, or None."""
-    s = client.connect(sock_path, timeout)
-    if s is None:
-        return None
-    try:
-        return client.request(s, ["ping"])
-    except OSError:
-        return None
-    finally:
-        s.close()
+    return client.call(["ping"], sock_path, timeout)
 
 
 USAGE = """usage: skill-retrieve serve [--stop | --status] [--idle SECONDS] [--socket PATH]
