@@ -76,7 +76,8 @@ def tiers_hit_rate(index, env, queries):
 def helper_work(path, rounds=5):
     """Inside the helper, per question: encoding it and finding the
     encoder's top 10, with one plain product over every vector and with
-    ``dense.py``'s bounded search, interleaved in this process; medians
+    ``dense.py``'s bounded search, on one thread (the helper reads the
+    heads on two once the client waits), interleaved in this process; medians
     in ms (None when the index has no vectors or is too small to split)."""
     import statistics
     from retriever import store
@@ -223,7 +224,7 @@ def render(report):
         w = d.get("helper_work_ms")
         if w:
             out.append("")
-            out.append("helper work per question at %s skills (encode + top 10, in process, interleaved): "
+            out.append("helper work per question at %s skills (encode + top 10, in process, one thread, interleaved): "
                        "plain product %.1f ms, bounded search (dense.py) %.1f ms" % (size, w["plain"], w["bounded"]))
     b = report["build_1000"]
     out.append("")
