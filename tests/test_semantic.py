@@ -173,6 +173,43 @@ def test_a_build_embeds_over_threads_with_the_same_vectors(tree, provider):
     assert embed.workers() >= 1
 
 
+def test_a_build_embeds_over_forked_processes_and_redoes_a_failed_childs_part(tree, provider):
+    """``skill-retrieve build`` runs alone, so it embeds in forked
+    processes: the same rows as one process, a child that fails has its
+    part embedded by the parent, and no child is left behind."""
+    import numpy as np
+    from retriever import store
+    from retriever.semantic import embed, vectors
+    texts = vectors.texts_of(store.load(tree["index"])) * 8
+    texts = [t + " (%d)" % i for i, t in enumerate(texts)]
+    one = embed.encode(texts)
+    two = embed.encode(texts, workers=2, fork=True)
+    assert two.shape == one.shape and np.allclose(one, two, atol=1e-5)
+
+    parent = os.getpid()
+    real = embed.model()
+
+    class ChildFails:  # the real encoder, except in a forked child
+        def encode(self, part):
+            if os.getpid() != parent:
+                raise RuntimeError("child failed")
+            return real.encode(part)
+
+    before = _children()
+    again = embed._encode_forked(ChildFails(), texts, 3)
+    assert np.allclose(one, again, atol=1e-5)
+    assert _children() == before  # every child was waited for
+
+
+def _children():
+    """This process's child pids (Linux /proc), zombies included."""
+    out = set()
+    for tid in os.listdir("/proc/self/task"):
+        with open("/proc/self/task/%s/children" % tid) as f:
+            out.update(f.read().split())
+    return out
+
+
 def test_vectors_never_replace_a_file_that_is_not_theirs(tmp_path):
     from retriever import build, store
     from retriever.semantic import vectors

@@ -216,12 +216,14 @@ def build_vectors(index_path, out=None):
     if not enabled():
         return None
     import time
-    from retriever import store
+    from retriever import build, store
     from retriever.semantic import embed
     embed.one_blas_thread()
     from retriever.semantic import vectors
     t0 = time.perf_counter()
-    _, n = vectors.ensure(index_path, store.load(index_path), workers=embed.workers())
+    embed.loader_done()  # alone again: the parts may go to forked processes
+    _, n = vectors.ensure(index_path, store.load(index_path), workers=embed.workers(),
+                          fork=build._can_fork() >= 2)
     took = time.perf_counter() - t0
     if out:
         out("semantic vectors: %d skill(s) embedded, the rest reused, %.2fs\n" % (n, took))

@@ -73,11 +73,11 @@ def texts_of(idx, body_chars=None):
     return out
 
 
-def ensure(index_path, idx, log=None, workers=1):
+def ensure(index_path, idx, log=None, workers=1, fork=False):
     """Make ``<index>.vec`` match the loaded index ``idx``: rows whose text
     is unchanged are copied from the old file, the others embedded (over
-    ``workers`` threads, ``embed.encode``).  Returns ``(float32 matrix,
-    embedded count)``."""
+    ``workers`` threads, or processes with ``fork``: ``embed.encode``).
+    Returns ``(float32 matrix, embedded count)``."""
     import numpy as np
     from retriever.semantic import embed
     hdr = idx["header"]
@@ -95,7 +95,7 @@ def ensure(index_path, idx, log=None, workers=1):
         if k in have:
             mat[i] = have[k]
     if missing:
-        vecs = embed.encode([texts[i] for i in missing], workers)
+        vecs = embed.encode([texts[i] for i in missing], workers, fork)
         dim = vecs.shape[1]
         mat[missing] = vecs.astype(np.float16)
     write(vec_path(index_path), hdr, keys, mat)
