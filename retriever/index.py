@@ -137,7 +137,7 @@ def build(skills, profile):
     """Compute the BM25F index of ``skills`` (records) under ``profile``.
 
     Returns what ``build_terms`` returns, plus ``postings``: per term, a
-    list of ``(doc, weight)``, highest weight first (for in-memory use).
+    list of ``(doc, weight)`` in skill order (for in-memory use).
     """
     vocab = []
     ids = term_ids(vocab)
@@ -201,8 +201,8 @@ def _avglen(docs, profile):
 
 
 def _group_negs(docs, profile, avglen, progress=None):
-    """Each (skill, group)'s saturated tf, negated (so that ascending order
-    is heaviest first), in skill and group order: the one loop over every
+    """Each (skill, group)'s saturated tf, negated (the weight is then
+    ``(-idf) * neg``), in skill and group order: the one loop over every
     group a build runs in Python (a few hundred thousand at 20k)."""
     fields = profile["fields"]
     k1 = profile["k1"]
@@ -239,7 +239,7 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     by UTF-8 bytes), ``idf`` (per term), ``n_docs``, ``avglen`` (per field)
     and the postings as arrays: ``post_off`` (each term's slice),
     ``post_doc`` (skill numbers) and ``post_w`` (float32 weights), each
-    term's postings heaviest first, ties by skill number; and ``layout``,
+    term's postings in skill-number order; and ``layout``,
     what ``update_terms`` needs to redo this after a few skills changed.
     ``progress(done)`` is called now and then with the skills done.
     ``fork``: deal out the postings in two processes (the caller knows
@@ -270,38 +270,34 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     joined = memoryview(b"".join(datas))
     del datas
 
-    # Heaviest group first; the sort is stable, so equal weights keep skill
-    # order (a term is in one group per skill).  Dealing the groups' terms
-    # out in this order leaves every term's postings in index order: no
-    # per-term sort.  What is dealt is the group's place in that order, its
-    # "slot": each term's slots then rise, so the skill numbers and
-    # weights looked up by slot below are read front to back.
-    # (Per-term sorts of shared (weight, skill) tuples, then reading them
-    # back, were 3/4 of a 100k rebuild: every access a cache miss.)
-    # (An array, not the sorted list: 4 bytes a group instead of 36.)
-    order = array("I", sorted(range(len(gneg)), key=gneg.__getitem__))
-    nslots = len(order)
+    # Each group's "slot" is its place in skill order, and the groups'
+    # terms are dealt out in that order: every term's postings come out in
+    # skill-number order, with no per-term sort.  (The order within a term
+    # changes no score: a query adds up all of a term's postings.  Skill
+    # order, unlike the heaviest-first order it replaced, does not depend on
+    # the library's average lengths, so a rebuild after an edit never has
+    # to reorder anyone's postings, and a cold build sorts nothing.)
     # Floats in arrays, not lists: every pass below reads them from
     # contiguous memory (three times faster at 20k skills).
-    sdoc = array("I", map(gdoc.__getitem__, order))
-    sneg = array("d", map(gneg.__getitem__, order))
-    gslot = array("I", bytes(4 * nslots))  # slot of each group, in skill order
-    consume(map(gslot.__setitem__, order, range(nslots)), 0)
+    nslots = len(gneg)
+    sdoc = array("I", gdoc)
+    sneg = array("d", gneg)
+    gslot = array("I", range(nslots))  # slot of each group, in skill order
     del gdoc, gneg
     n_docs, n_vocab = len(docs), len(vocab)
 
     def deal(lo, hi):
         # Slots lo..hi-1: (postings per term number, their slots in term
-        # number order).  The term numbers of a run of groups in slot order
-        # (one C-level join of slices) are dealt out in one pass, each with
-        # its group's slot; in runs, as the join holds a view per group.
+        # number order).  A run of slots is a run of groups, whose term
+        # numbers lie side by side in ``joined``: one slice, dealt out in
+        # one C-level pass, each with its group's slot.
         pslots = [array("I") for _ in repeat(None, n_vocab)]
         for a in range(lo, hi, 1 << 15):
-            part = order[a:min(hi, a + (1 << 15))]
-            ids = array("I", b"".join(map(joined.__getitem__, map(slice, map(gstart.__getitem__, part),
-                                                                  map(gstart.__getitem__, map(add, part, repeat(1)))))))
+            b = min(hi, a + (1 << 15))
+            ids = array("I")
+            ids.frombytes(joined[gstart[a]:gstart[b]])
             consume(map(array.append, map(pslots.__getitem__, ids),
-                        chain.from_iterable(map(repeat, range(a, a + len(part)), map(gsize.__getitem__, part)))), 0)
+                        chain.from_iterable(map(repeat, range(a, b), gsize[a:b]))), 0)
         return array("I", map(len, pslots)), array("I", b"".join(pslots))
 
     def weigh(counts, slots, dfs):
@@ -318,7 +314,7 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     if parts is None:
         counts, slots = deal(0, nslots)
         parts = [[counts, slots] + list(weigh(counts, slots, counts))]
-    del joined, gstart, gsize, order
+    del joined, gstart, gsize
 
     # The terms in use, in code-point order (which is UTF-8 byte order),
     # each with its postings from every part (the parts' slots rise).
@@ -515,35 +511,6 @@ def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False, post_w=Non
     return out
 
 
-def _unsorted_runs(key, a, b, at):
-    """Stretches ``[lo, hi)`` of the postings ``a .. b - 1``, ordered by
-    ``key(position)`` except at the positions ``at`` (ascending: posting i
-    belongs after posting i + 1), such that sorting each stretch sorts
-    them all: each disorder is widened until nothing before it is greater
-    than its least posting and nothing after it less than its greatest."""
-    runs = []  # [lo, hi, least, greatest]
-    for i in at:
-        lo, hi = i, i + 2
-        least, most = key(i + 1), key(i)
-        while True:
-            # The stretch before, once sorted, ends with its greatest.
-            touching = runs and lo <= runs[-1][1]
-            if touching and (lo < runs[-1][1] or runs[-1][3] > least):  # reached it: one stretch
-                plo, phi, pleast, pmost = runs.pop()
-                lo, hi = min(lo, plo), max(hi, phi)
-                least, most = min(least, pleast), max(most, pmost)
-            elif lo > a and not touching and key(lo - 1) > least:
-                lo -= 1
-                most = max(most, key(lo))
-            elif hi < b and key(hi) < most:
-                least = min(least, key(hi))
-                hi += 1
-            else:
-                break
-        runs.append([lo, hi, least, most])
-    return [(lo, hi) for lo, hi, _, _ in runs]
-
-
 def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, fork=False):
     """What ``build_terms(docs, vocab, profile)`` returns, byte for byte,
     computed from the ``layout`` of an earlier build (``prev``) when only a
@@ -555,9 +522,9 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
     not kept; ``prev``'s "doc" and "slot" are taken out of it.  Every
     weight still changes (average lengths, document
     frequencies), but in passes over arrays that run in C: each posting's
-    saturated tf is looked up by its slot, the changed skills' postings are
-    taken out and put in by bisection, and only the postings whose order
-    the new lengths upset are sorted again.  Raises ValueError (or
+    saturated tf is looked up by its slot, and the changed skills' postings
+    are taken out and put in by bisection on skill numbers (a term's
+    postings are in skill order, which no weight decides).  Raises ValueError (or
     IndexError, KeyError) when ``prev`` does not fit; the caller then
     builds afresh.  ``fork``: make the weights in two processes (the caller
     knows whether forking is safe here); the result is the same.
@@ -565,8 +532,8 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
     from array import array
     from bisect import bisect_left, bisect_right
     from collections import deque
-    from itertools import accumulate, chain, compress, islice, repeat
-    from operator import ge, mul, sub
+    from itertools import accumulate, chain, islice, repeat
+    from operator import mul, sub
 
     def u32(buf):  # bytes, a buffer or an array
         a = array("I")
@@ -629,7 +596,10 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
         for t in u32(data):
             r = rank[t]
             a = off0[r]
-            dels.setdefault(r, []).append(a + doc0[a:off0[r + 1]].tolist().index(o))
+            p = bisect_left(doc0, o, a, off0[r + 1])
+            if p == off0[r + 1] or doc0[p] != o:
+                raise ValueError("skill %d is not among the postings of term %d" % (o, t))
+            dels.setdefault(r, []).append(p)
     ins = {}
     for j, ((_, (groups, data)), o) in enumerate(zip(docs, old_of)):
         if o >= 0:
@@ -638,7 +608,7 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
         tids = u32(data)
         p = 0
         for gi, (_, n) in enumerate(groups):
-            item = (gneg_list[b + gi], j, gslot[b + gi])
+            item = (j, gslot[b + gi])
             for t in tids[p:p + n]:
                 ins.setdefault(t, []).append(item)
             p += n
@@ -672,24 +642,20 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
         if kind:
             a, b = off0[x], off0[x + 1]
             sd, ss = doc1[a:b].tolist(), slot0[a:b].tolist()
-            sn = list(map(gneg.__getitem__, ss))
             for p in sorted(dels.get(x, ()), reverse=True):
-                del sn[p - a], sd[p - a], ss[p - a]
+                del sd[p - a], ss[p - a]
             t = terms0[x]
             cur = x + 1
         else:
-            sn, sd, ss = [], [], []
+            sd, ss = [], []
             t = x
-        for nv, j, s in sorted(ins.get(t, ())):
-            p = bisect_left(sn, nv)
-            while p < len(sn) and sn[p] == nv and sd[p] < j:
-                p += 1
-            sn.insert(p, nv)
+        for j, s in sorted(ins.get(t, ())):
+            p = bisect_left(sd, j)
             sd.insert(p, j)
             ss.insert(p, s)
-        if sn:
+        if sd:
             terms1.append(t)
-            dfs.append(len(sn))
+            dfs.append(len(sd))
             doc2 += array("I", sd)
             slot2 += array("I", ss)
     if cur < n_terms:
@@ -700,64 +666,35 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
         slot2.frombytes(as_bytes(slot0[a:]))
     del doc0, slot0, doc1
 
-    # New lengths move every weight a little: where that reorders two
-    # postings of a term (or makes a tie that skill order must break), sort
-    # them again.  One C-level comparison pass of the saturated tfs finds
-    # them; it runs a million postings at a time, and the weights are made
-    # from the same run: no array of every posting's tf (8 bytes a posting,
-    # 200 MB at 100k skills).
+    # New lengths move every weight a little: each posting's weight is made
+    # again from its slot's saturated tf, a million postings at a time (no
+    # array of every posting's tf: 8 bytes a posting, 200 MB at 100k skills).
     n_docs = len(docs)
     by_df = {}
     negidf = [-(by_df.get(df) or by_df.setdefault(df, idf(n_docs, df))) for df in dfs]
     off = array("I", accumulate(dfs, initial=0))
-    starts = set(off)
     gn = gneg.__getitem__
     n_post = len(slot2)
 
     def weigh(lo, hi):
-        # Postings lo..hi-1: their weights, and the positions i whose
-        # posting belongs after posting i + 1 (same term).
+        # The weights of postings lo..hi-1, as one array.
         r = bisect_right(off, lo) - 1
-        # Each posting's -idf: (-idf) * (-sat) is the weight, as _finish makes it.
+        # Each posting's -idf: (-idf) * (-sat) is the weight, as build_terms makes it.
         each_negidf = chain(repeat(negidf[r], off[r + 1] - lo) if lo < n_post else (),
                             chain.from_iterable(map(repeat, islice(negidf, r + 1, None), islice(dfs, r + 1, None))))
         w = array("f")
-        wrong = array("I")
         for c0 in range(lo, hi, 1 << 20):
             c1 = min(hi, c0 + (1 << 20))
-            negs = array("d", map(gn, slot2[c0:c1 + 1]))  # and the next posting, for the pair across
-            w.extend(map(mul, islice(each_negidf, c1 - c0), negs))
-            for j in compress(range(min(len(negs) - 1, c1 - c0)), map(ge, negs, islice(negs, 1, None))):
-                i = c0 + j
-                if i + 1 in starts or (negs[j] == negs[j + 1] and doc2[i] < doc2[i + 1]):
-                    continue
-                wrong.append(i)
-        return w, wrong
+            w.extend(map(mul, islice(each_negidf, c1 - c0), map(gn, slot2[c0:c1])))
+        return (w,)
 
     if fork and n_post > 1:
-        (w1, bad1), (w2, bad2) = _in_two(weigh, n_post, "fI")
+        (w1,), (w2,) = _in_two(weigh, n_post, "f")
         if len(w1) + len(w2) != n_post:
             raise ValueError("weights cut short")
         post_w = w1 + w2
         del w1, w2
-        bad = bad1 + bad2
     else:
-        post_w, bad = weigh(0, n_post)
-    wrong = {}  # term -> the positions i whose posting belongs after posting i + 1
-    for i in bad:
-        wrong.setdefault(bisect_right(off, i) - 1, []).append(i)
-
-    def key(i):
-        return gn(slot2[i]), doc2[i]
-
-    # Only the stretches around the misplaced postings are sorted again, not
-    # the whole term (which may hold every skill of a large library).
-    for r, at in wrong.items():
-        w = negidf[r]
-        for a, b in _unsorted_runs(key, off[r], off[r + 1], at):
-            seg = sorted(zip(map(gn, slot2[a:b]), doc2[a:b], slot2[a:b]))
-            doc2[a:b] = array("I", [x[1] for x in seg])
-            slot2[a:b] = array("I", [x[2] for x in seg])
-            post_w[a:b] = array("f", [w * x[0] for x in seg])
+        post_w, = weigh(0, n_post)
     layout = {"terms": terms1, "doc": doc2, "slot": slot2, "gslot": gslot, "gbase": gbase, "nslots": top}
     return _finish(vocab, n_docs, avglen, dfs, None, layout, post_w=post_w)

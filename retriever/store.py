@@ -9,7 +9,7 @@ recorded in the header)::
     term_off  u32[T+1]   offsets of each term in term_blob (terms sorted by bytes)
     term_blob utf-8      the terms, concatenated
     post_off  u32[T+1]   each term's slice of post_doc / post_w
-    post_doc  u32[P]     skill numbers, highest weight first
+    post_doc  u32[P]     skill numbers, ascending within a term
     post_w    f32[P]     precomputed BM25F weights
     idf       f32[T]     per-term IDF (abstention and explain)
     doc_off   u32[N+1]   each skill's record in doc_blob
@@ -593,7 +593,7 @@ def find_term(idx, term):
 
 
 def postings(idx, i):
-    """``(skill numbers, weights)`` of term number ``i``, heaviest first.
+    """``(skill numbers, weights)`` of term number ``i``, in skill order.
     Raises Damaged when a lazily read slice fails its checksum."""
     a = idx["post_off"][i]
     n = idx["post_off"][i + 1] - a

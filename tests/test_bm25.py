@@ -274,31 +274,6 @@ def test_a_failed_dealing_child_leaves_its_half_to_the_parent(fails):
     assert got == [[c1, s1] + list(weigh(c1, s1, dfs)), [c2, s2] + list(weigh(c2, s2, dfs))]
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_resorting_only_the_misplaced_stretches_sorts_the_whole_term(seed):
-    # update_terms sorts again only around the postings the new lengths
-    # swapped; the result must be what sorting the whole term gives.
-    import random
-    from operator import ge
-    from retriever import index as index_mod
-    rnd = random.Random(seed)
-    n = rnd.randrange(2, 60)
-    docs = rnd.sample(range(1000), n)
-    negs = [-float(rnd.randrange(8)) for _ in range(n)]  # coarse: many ties, broken by doc
-    items = sorted(zip(negs, docs))
-    for _ in range(rnd.randrange(1, 6)):  # a few postings moved a little
-        i = rnd.randrange(n)
-        j = max(0, min(n - 1, i + rnd.randrange(-4, 5)))
-        items.insert(j, items.pop(i))
-    if rnd.random() < 0.2:
-        rnd.shuffle(items)
-    negs, docs = [x[0] for x in items], [x[1] for x in items]
-    at = [i for i in range(n - 1) if (negs[i], docs[i]) > (negs[i + 1], docs[i + 1])]
-    for a, b in index_mod._unsorted_runs(lambda i: (negs[i], docs[i]), 0, n, at):
-        items[a:b] = sorted(items[a:b])
-    assert items == sorted(items)
-
-
 def test_weights_made_in_two_processes_after_an_edit_are_the_ones_made_in_one():
     from array import array
     from retriever import index as index_mod
