@@ -109,7 +109,7 @@ def load(path, want_key):
 
 def save(path, store_key, vocab, entries, layout=None):
     """Write ``entries`` atomically (``store.write_atomically``: temp file,
-    fsync, rename, never through a planted link).  Returns False, leaving
+    rename, never through a planted link).  Returns False, leaving
     any old store in place, when the write fails: the index is already
     written, and a missing store only costs a full build.  The layout's
     arrays are written as they are in memory after the rest, not copied
@@ -128,7 +128,9 @@ def save(path, store_key, vocab, entries, layout=None):
     head = marshal.dumps((store_key, vocab, entries, small))
     chunks[:0] = [len(head).to_bytes(8, "little"), head]
     try:
-        store.write_atomically(path, [MAGIC, _crc(chunks)] + chunks)
+        # Not durable (no fsync): a store a crash tore fails its checksum,
+        # and that means a full build.
+        store.write_atomically(path, [MAGIC, _crc(chunks)] + chunks, durable=False)
         return True
     except OSError:
         return False

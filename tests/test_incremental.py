@@ -206,6 +206,28 @@ def _store_key(index):
     return reuse.key(index_mod.PROFILES["default"])
 
 
+def test_the_index_is_flushed_to_disk_before_it_replaces_the_old_one(tmp_path, monkeypatch):
+    # The index is fsynced before its rename: after a crash the old index
+    # or the new one is there, whole.  The reuse store and the verified
+    # memo are not (every reader checks them whole, and damage only costs a
+    # full build or a checksum pass), which saves a rebuild most of its
+    # write time on large libraries.
+    from retriever import build as build_mod
+    root = tmp_path / "skills"
+    library(root)
+    synced = []
+    real = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink("/proc/self/fd/%d" % fd))
+        return real(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    index = str(tmp_path / "idx" / "index.skr")
+    build_mod.build(build_mod.resolve([str(root)], use_config=False), index)
+    assert [os.path.basename(p).split(".tmp.")[0] for p in synced] == ["index.skr"]
+    assert os.path.exists(reuse.path_for(index)) and os.path.exists(store.memo_path(index))
+
+
 def test_answers_follow_the_edit(tmp_path, cli_env):
     root = tmp_path / "skills"
     library(root)
