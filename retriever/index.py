@@ -228,6 +228,23 @@ def _group_negs(docs, profile, avglen, progress=None):
     return gneg
 
 
+def _negs(docs, profile, avglen, progress=None, fork=False):
+    """``_group_negs`` as one array "d"; with ``fork``, the second half of
+    the skills in a forked child at the same time (the pass is a Python
+    loop over every group: 2.9 million, 2 s, at 100k skills)."""
+    from array import array
+    if not fork or len(docs) < 2:
+        return array("d", _group_negs(docs, profile, avglen, progress))
+    n = len(docs)
+    # The parent's half stands for both in the progress shown.
+    tick = None if progress is None else (lambda done: progress(min(n, 2 * done)))
+
+    def work(lo, hi):
+        return (array("d", _group_negs(docs[lo:hi], profile, avglen, tick if lo == 0 else None)),)
+    (first,), (second,) = _in_two(work, n, "d")
+    return first + second
+
+
 def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=False):
     """Compute the BM25F index from ``encode``d ``doc_terms`` results, in
     skill order; ``vocab[i]`` is term number ``i`` (it may hold terms no
@@ -242,8 +259,9 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     term's postings in skill-number order; and ``layout``,
     what ``update_terms`` needs to redo this after a few skills changed.
     ``progress(done)`` is called now and then with the skills done.
-    ``fork``: deal out the postings in two processes (the caller knows
-    whether forking is safe here); the result is the same.
+    ``fork``: saturate the groups and deal out the postings in two
+    processes (the caller knows whether forking is safe here); the result
+    is the same.
     """
     from array import array
     from collections import deque
@@ -252,7 +270,7 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
 
     consume = deque
     avglen = _avglen(docs, profile)
-    gneg = _group_negs(docs, profile, avglen, progress)
+    gneg = _negs(docs, profile, avglen, progress, fork)
     gdoc = []
     gsize = array("I")  # terms in each group
     gbase = array("I", [0])
@@ -281,7 +299,7 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     # contiguous memory (three times faster at 20k skills).
     nslots = len(gneg)
     sdoc = array("I", gdoc)
-    sneg = array("d", gneg)
+    sneg = gneg  # an array "d" already
     gslot = array("I", range(nslots))  # slot of each group, in skill order
     del gdoc, gneg
     n_docs, n_vocab = len(docs), len(vocab)
@@ -526,8 +544,9 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
     are taken out and put in by bisection on skill numbers (a term's
     postings are in skill order, which no weight decides).  Raises ValueError (or
     IndexError, KeyError) when ``prev`` does not fit; the caller then
-    builds afresh.  ``fork``: make the weights in two processes (the caller
-    knows whether forking is safe here); the result is the same.
+    builds afresh.  ``fork``: saturate the groups and make the weights in
+    two processes (the caller knows whether forking is safe here); the
+    result is the same.
     """
     from array import array
     from bisect import bisect_left, bisect_right
@@ -570,7 +589,7 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
             gslot += array("I", range(top, top + len(groups)))
             top += len(groups)
         gbase.append(len(gslot))
-    gneg_list = _group_negs(docs, profile, avglen, progress)
+    gneg_list = _negs(docs, profile, avglen, progress, fork)
     gneg = array("d", bytes(8 * top))  # by slot; see build_terms for why arrays
     deque(map(gneg.__setitem__, gslot, gneg_list), 0)
 
