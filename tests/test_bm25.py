@@ -53,10 +53,12 @@ def tokens(text):
 
 
 def hand_scores(corpus, query):
-    """Okapi BM25 by the book: {id: score} for every skill scoring > 0."""
+    """Okapi BM25 by the book: {id: score} for every skill scoring > 0,
+    with the average length on the index's grid of 2 ** (1/512) steps
+    (index._avglen says why)."""
     docs = {sid: tokens(seed_text(fm)) for sid, fm in corpus.items()}
     n = len(docs)
-    avgdl = sum(len(t) for t in docs.values()) / n
+    avgdl = 2.0 ** (round(math.log2(sum(len(t) for t in docs.values()) / n) * 512) / 512)
     out = {}
     for sid, toks in docs.items():
         s = 0.0
@@ -292,6 +294,40 @@ def test_weights_made_in_two_processes_after_an_edit_are_the_ones_made_in_one():
         assert [got[k] for k in ("terms", "idf", "post_off", "post_doc")] == \
             [cold[k] for k in ("terms", "idf", "post_off", "post_doc")]
         assert got["post_w"].tobytes() == cold["post_w"].tobytes()
+
+
+def test_an_edit_that_keeps_the_average_lengths_keeps_the_other_terms_weights():
+    # The average lengths sit on a grid: an edit that leaves them where
+    # they were (here: as many words in each field) keeps the stored
+    # weights of every term it does not touch and makes only the touched
+    # terms' again.  The result is the cold build's, byte for byte.
+    from array import array
+    from retriever import index as index_mod
+    docs, vocab, prof = _library_analysis()
+    first = index_mod.build_terms(docs, vocab, prof)
+    skill = {"id": "s/5", "name": "skill-5", "description": "does chart", "triggers": [], "tags": [],
+             "category": "s", "body": "plot email send sql query lint git rebase test pdf unique5"}
+    edited = index_mod.encode(index_mod.pack(index_mod.doc_terms(skill, prof)), index_mod.term_ids(vocab))
+    assert edited[0] == docs[5][0]  # the same length in every field
+    new_docs = docs[:5] + [edited] + docs[6:]
+    old_of = [-1 if j == 5 else j for j in range(len(docs))]
+    cold = index_mod.build_terms(new_docs, vocab, prof)
+    assert cold["avglen"] == first["avglen"]
+
+    def update(weights):
+        prev = {k: v.tobytes() if isinstance(v, array) else v for k, v in first["layout"].items()}
+        prev["w"] = weights.tobytes()
+        return index_mod.update_terms(new_docs, vocab, prof, prev, old_of, [(5, docs[5][1])])
+    got = update(first["layout"]["w"])
+    assert [got[k] for k in ("terms", "idf", "post_off", "post_doc")] == \
+        [cold[k] for k in ("terms", "idf", "post_off", "post_doc")]
+    assert got["post_w"].tobytes() == cold["post_w"].tobytes()
+    # The untouched terms' weights are the stored ones: other stored
+    # weights come out as they went in.
+    other = update(array("f", [w + 1.0 for w in first["layout"]["w"]]))
+    changed = [a != b for a, b in zip(other["post_w"], cold["post_w"])]
+    assert any(changed) and not all(changed)
+
 
 
 @pytest.mark.parametrize("fails", [False, True])

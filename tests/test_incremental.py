@@ -158,6 +158,20 @@ def test_an_edit_that_reranks_other_skills_postings_stays_exact(tmp_path, cli_en
     rebuild_equals_cold(root, index, cli_env, tmp_path, "16 files unchanged")
 
 
+def test_an_edit_that_keeps_every_fields_length_stays_exact(tmp_path, cli_env):
+    # Other words, as many in each field: the average lengths stay, so the
+    # rebuild keeps the untouched terms' stored weights.
+    root = tmp_path / "skills"
+    library(root)
+    index = tmp_path / "idx" / "index.skr"
+    build(root, index, cli_env)
+    make_skill(root, "cat1/skill-04",
+               {"name": "skill-04", "description": "Handles topic 9 and files of kind 7; not for topic 3.",
+                "tags": ["t1", "shared"], "triggers": ["when topic 9 appears"]},
+               body="# Skill 4\n\n## When to use\n- asked about topic 4\n\nBody words w6 w5 w4 w3 w2 w1 w0.\n")
+    rebuild_equals_cold(root, index, cli_env, tmp_path, "14 files unchanged")
+
+
 def test_a_few_edits_update_the_stored_postings(tmp_path, cli_env):
     # In process, to see which way the postings were made: after an edit,
     # an addition and a deletion they are updated from the store (a layout
