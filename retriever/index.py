@@ -351,16 +351,25 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     used = array("I", sorted(compress(range(n_vocab), dfs_all), key=vocab.__getitem__))
     dfs = list(map(dfs_all.__getitem__, used))
     del dfs_all
-    offs = [list(accumulate(p[0], initial=0)) for p in parts]
+    # Byte offsets of each term's postings in each part.
+    offs = [array("Q", accumulate(map(lshift, p[0], repeat(2)), initial=0)) for p in parts]
     merged = []
     for k, code in ((1, "I"), (2, "I"), (3, "f")):  # slots, skill numbers, weights
+        # Each term's slice of every part, in term order, joined in C a few
+        # thousand terms at a time (one ``+=`` per term and part was a
+        # Python loop over hundreds of thousands of slices).
         out = array(code)
-        bufs = [p[k] for p in parts]
-        for i in used:
-            for off, buf in zip(offs, bufs):
-                out += buf[off[i]:off[i + 1]]
+        views = [memoryview(p[k]).cast("B") for p in parts]
+        for c in range(0, len(used), 8192):
+            chunk = used[c:c + 8192]
+            ends = array("I", map(add, chunk, repeat(1)))
+            out.frombytes(b"".join(chain.from_iterable(zip(*[
+                map(v.__getitem__, map(slice, map(off.__getitem__, chunk), map(off.__getitem__, ends)))
+                for v, off in zip(views, offs)]))))
         merged.append(out)
-        del bufs
+        for v in views:
+            v.release()
+        del views
         for p in parts:  # each part's copy goes as soon as it is merged
             p[k] = None
     post_slot, post_doc, post_w = merged
