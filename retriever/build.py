@@ -1,10 +1,9 @@
 """Build, store and revalidate an index: the cold path.
 
-Everything here may import freely (PyYAML, hashlib, os); the query path
+Everything here may import freely (PyYAML, os); the query path
 imports this module only when the index is missing, corrupt or stale.
 """
 
-import hashlib
 import os
 import sys
 import time
@@ -71,7 +70,7 @@ def signature(scope, walked=None, stats=None):
                   for r in scope["roots"])
     # repr, not marshal: marshal output depends on object identity (shared
     # strings become back-references), so equal data could digest differently.
-    return hashlib.blake2b(repr((roots, man)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    return reuse.blake2b(repr((roots, man)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 # Below this many files to parse, worker processes cost more than they save.
@@ -119,10 +118,9 @@ def _can_fork():
     import threading
     # Forking a process that runs other threads (an agent loading the
     # plugin) can copy a lock some thread holds: the workers would hang.
+    # (Where os.fork exists, multiprocessing offers "fork": no need to
+    # import it, 25 ms, to ask.)
     if threading.active_count() > 1 or not hasattr(os, "fork"):
-        return 0
-    import multiprocessing
-    if "fork" not in multiprocessing.get_all_start_methods():
         return 0
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -130,8 +128,6 @@ def _can_fork():
 def _analyse(jobs, todo):
     """Yield ``(job number, analyse_file result)`` for the job numbers in
     ``todo``, on every core when there are enough of them."""
-    # Asked only when there is enough to share: the question imports
-    # multiprocessing (10 ms), which an edit's rebuild would pay for nothing.
     ncpu = _can_fork() if len(todo) >= PARALLEL_MIN else 0
     if ncpu < 2:
         for i in todo:

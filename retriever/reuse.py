@@ -26,11 +26,17 @@ each leave a whole store (either one is valid: entries are checked against
 the files, not against an index).
 """
 
-import hashlib
 import marshal
 import os
 import sys
 from array import array
+
+try:
+    # hashlib's own blake2b: importing hashlib loads OpenSSL first, 7 ms of
+    # every rebuild and of every background freshness check.
+    from _blake2 import blake2b
+except ImportError:  # an interpreter without the built-in module
+    from hashlib import blake2b
 
 MAGIC = b"SKRREUSE"
 VERSION = 4  # 2: the layout; 3: its arrays raw after the marshal part; 4: CRC-32
@@ -50,7 +56,7 @@ def path_for(index_path):
 def key(profile):
     """The store key for ``profile``: entries made under another key (other
     code, other analyzer or fields) are never reused."""
-    h = hashlib.blake2b(repr((VERSION, marshal.version, sys.byteorder, array("I").itemsize, sorted(profile["analyzer"].items()),
+    h = blake2b(repr((VERSION, marshal.version, sys.byteorder, array("I").itemsize, sorted(profile["analyzer"].items()),
                               sorted(profile["fields"].items()), profile["k1"])).encode(), digest_size=16)
     here = os.path.dirname(os.path.abspath(__file__))
     for name in _SOURCES:
