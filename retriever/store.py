@@ -78,43 +78,41 @@ def pack(built, docs, header):
     puts on disk and ``load_bytes`` reads back."""
     import sys
     from array import array
+    from itertools import accumulate, repeat
+    from zlib import crc32
 
-    terms = built["terms"]
-    term_off = array("I", [0])
-    blob = bytearray()
-    for t in terms:
-        blob += t.encode("utf-8")
-        term_off.append(len(blob))
+    # Per term and per skill, in C-level passes (tens of thousands of each).
+    terms = list(map(str.encode, built["terms"]))
+    term_off = array("I", accumulate(map(len, terms), initial=0))
+    blob = b"".join(terms)
+    del terms
     post_off, post_doc, post_w = built["post_off"], built["post_doc"], built["post_w"]
     offs = post_off
-    doc_off = array("I", [0])
-    doc_blob = bytearray()
-    doc_crc = array("I")
-    for d in docs:
-        rec = marshal.dumps(d, 2)  # 2: no back-references, so bytes do not depend on refcounts
-        doc_crc.append(_crc(rec))
-        doc_blob += rec
-        doc_off.append(len(doc_blob))
-    from zlib import crc32
+    # Version 2: no back-references, so the bytes do not depend on refcounts.
+    recs = list(map(marshal.dumps, docs, repeat(2)))
+    doc_crc = array("I", map(crc32, recs))
+    doc_off = array("I", accumulate(map(len, recs), initial=0))
+    doc_blob = b"".join(recs)
+    del recs
     pd, pw = memoryview(post_doc).cast("B"), memoryview(post_w).cast("B")
     post_crc = array("I", [crc32(pw[4 * a:4 * b], crc32(pd[4 * a:4 * b])) for a, b in zip(offs, offs[1:])])
 
     sections = [
         ("term_off", term_off.tobytes()),
-        ("term_blob", bytes(blob)),
+        ("term_blob", blob),
         ("post_off", post_off.tobytes()),
         # The posting arrays as they are, not copied (8 bytes a posting).
         ("post_doc", pd),
         ("post_w", pw),
         ("idf", array("f", built["idf"]).tobytes()),
         ("doc_off", doc_off.tobytes()),
-        ("doc_blob", bytes(doc_blob)),
+        ("doc_blob", doc_blob),
         ("post_crc", post_crc.tobytes()),
         ("doc_crc", doc_crc.tobytes()),
     ]
     header = dict(header)
     header.update(version=FORMAT_VERSION, byteorder=sys.byteorder,
-                  n_docs=len(docs), n_terms=len(terms), n_postings=len(post_doc),
+                  n_docs=len(docs), n_terms=len(term_off) - 1, n_postings=len(post_doc),
                   crc={name: _crc(data) for name, data in sections})
     # Two passes: section offsets depend on the header's own length.
     layout = {}
