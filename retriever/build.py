@@ -264,6 +264,8 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
     del analysed
     layout = built.pop("layout")
     layout["docs"] = paths
+    # Kept in the store too: the next edit's rebuild copies the untouched ones.
+    layout["crc"] = built["post_crc"] = store.post_crcs(built)
     docs = [(e[1], e[2], e[7], e[3], e[4]) for e in entries]
     del entries
     header = {

@@ -693,6 +693,13 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
     dfs0 = list(map(sub, islice(off0, 1, None), off0))
     terms1, dfs, doc2, slot2 = array("I"), [], array("I"), array("I")
     w2 = array("f")  # with ``keep``: the weights, kept or made per touched term
+    # Kept weights and unchanged skill numbers: an untouched term's postings
+    # are the very bytes they were, and so is their checksum (the index
+    # writer computes only the touched terms', at ``redo``).
+    crc0 = prev.get("crc")
+    carry = keep and doc1 is doc0 and isinstance(crc0, (bytes, memoryview)) and len(crc0) == 4 * n_terms
+    crc0 = u32(crc0) if carry else None
+    crc2, redo = array("I"), []
     cur = 0
     for q, kind, _, x in events:
         if q > cur:
@@ -703,6 +710,8 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
             slot2.frombytes(as_bytes(slot0[a:b]))
             if keep:
                 w2.frombytes(as_bytes(w0[a:b]))
+            if carry:
+                crc2 += crc0[cur:q]
             cur = q
         if kind:
             a, b = off0[x], off0[x + 1]
@@ -725,6 +734,9 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
             slot2 += array("I", ss)
             if keep:  # as the weighing below makes them: (-idf) * (-sat)
                 w2 += array("f", map(mul, repeat(-idf(n_docs, len(sd)), len(ss)), map(gneg.__getitem__, ss)))
+            if carry:
+                redo.append(len(crc2))
+                crc2.append(0)
     if cur < n_terms:
         a = off0[cur]
         terms1 += terms0[cur:]
@@ -733,7 +745,9 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
         slot2.frombytes(as_bytes(slot0[a:]))
         if keep:
             w2.frombytes(as_bytes(w0[a:]))
-    del doc0, slot0, doc1
+        if carry:
+            crc2 += crc0[cur:]
+    del doc0, slot0, doc1, crc0
 
     n_post = len(slot2)
     if keep:
@@ -745,7 +759,10 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
     del w2
     layout = {"terms": terms1, "doc": doc2, "slot": slot2, "gslot": gslot, "gbase": gbase, "nslots": top,
               "gneg": gneg, "w": post_w, "avglen": avglen, "n_docs": n_docs}
-    return _finish(vocab, n_docs, avglen, dfs, None, layout, post_w=post_w)
+    out = _finish(vocab, n_docs, avglen, dfs, None, layout, post_w=post_w)
+    if carry:
+        out["post_crc"] = (crc2, redo)  # see store.post_crcs
+    return out
 
 
 def _reweigh(dfs, n_docs, gneg, slot2, fork):

@@ -95,7 +95,9 @@ def pack(built, docs, header):
     doc_blob = b"".join(recs)
     del recs
     pd, pw = memoryview(post_doc).cast("B"), memoryview(post_w).cast("B")
-    post_crc = array("I", [crc32(pw[4 * a:4 * b], crc32(pd[4 * a:4 * b])) for a, b in zip(offs, offs[1:])])
+    post_crc = built.get("post_crc")
+    if not isinstance(post_crc, array) or len(post_crc) != len(offs) - 1:
+        post_crc = post_crcs(built)
 
     sections = [
         ("term_off", term_off.tobytes()),
@@ -138,6 +140,25 @@ def pack(built, docs, header):
         pos = layout[name][0] + len(data)
     chunks.append(b"\0" * (header["size"] - pos))
     return header, chunks
+
+
+def post_crcs(built):
+    """Each term's CRC-32 of its ``post_doc`` and ``post_w`` slices, as the
+    index stores them.  When ``built["post_crc"]`` is ``(crcs, redo)``
+    (``index.update_terms`` kept the untouched terms' postings, bytes and
+    checksums), only the terms at the positions ``redo`` are computed."""
+    from array import array
+    from zlib import crc32
+    offs = built["post_off"]
+    pd, pw = memoryview(built["post_doc"]).cast("B"), memoryview(built["post_w"]).cast("B")
+    known = built.get("post_crc")
+    if isinstance(known, tuple) and len(known[0]) == len(offs) - 1:
+        crcs, redo = known
+        for i in redo:
+            a, b = 4 * offs[i], 4 * offs[i + 1]
+            crcs[i] = crc32(pw[a:b], crc32(pd[a:b]))
+        return crcs
+    return array("I", [crc32(pw[4 * a:4 * b], crc32(pd[4 * a:4 * b])) for a, b in zip(offs, offs[1:])])
 
 
 def write(path, built, docs, header):

@@ -314,14 +314,21 @@ def test_an_edit_that_keeps_the_average_lengths_keeps_the_other_terms_weights():
     cold = index_mod.build_terms(new_docs, vocab, prof)
     assert cold["avglen"] == first["avglen"]
 
+    from retriever import store
+
     def update(weights):
         prev = {k: v.tobytes() if isinstance(v, array) else v for k, v in first["layout"].items()}
         prev["w"] = weights.tobytes()
+        prev["crc"] = store.post_crcs(first).tobytes()  # as the build keeps them
         return index_mod.update_terms(new_docs, vocab, prof, prev, old_of, [(5, docs[5][1])])
     got = update(first["layout"]["w"])
     assert [got[k] for k in ("terms", "idf", "post_off", "post_doc")] == \
         [cold[k] for k in ("terms", "idf", "post_off", "post_doc")]
     assert got["post_w"].tobytes() == cold["post_w"].tobytes()
+    # The untouched terms' checksums are carried, the touched ones made.
+    crcs, redo = got["post_crc"]
+    assert 0 < len(redo) < len(crcs)
+    assert store.post_crcs(got) == store.post_crcs(cold)
     # The untouched terms' weights are the stored ones: other stored
     # weights come out as they went in.
     other = update(array("f", [w + 1.0 for w in first["layout"]["w"]]))
