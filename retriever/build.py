@@ -112,7 +112,7 @@ def _stamp(job):
     return job[3], repr(sorted(job[0].items()))
 
 
-def _can_fork():
+def can_fork():
     """The number of cores this process may fork workers onto: 0 when it
     must not fork at all."""
     import threading
@@ -128,7 +128,7 @@ def _can_fork():
 def _analyse(jobs, todo):
     """Yield ``(job number, analyse_file result)`` for the job numbers in
     ``todo``, on every core when there are enough of them."""
-    ncpu = _can_fork() if len(todo) >= PARALLEL_MIN else 0
+    ncpu = can_fork() if len(todo) >= PARALLEL_MIN else 0
     if ncpu < 2:
         for i in todo:
             yield i, analyse_file(jobs[i])
@@ -256,7 +256,7 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
     if built is None:
         try:
             built = index.build_terms(analysed, vocab, prof, tick,
-                                      fork=len(analysed) >= DEAL_FORK_MIN and _can_fork() >= 2)
+                                      fork=len(analysed) >= DEAL_FORK_MIN and can_fork() >= 2)
         except (IndexError, TypeError, ValueError) as exc:
             if not reused:
                 raise
@@ -343,7 +343,7 @@ def _update(docs, vocab, prof, layout, old, paths, entries, tick):
         return None
     try:
         return index.update_terms(docs, vocab, prof, layout, old_of, removed, tick,
-                                  fork=len(docs) >= DEAL_FORK_MIN and _can_fork() >= 2)
+                                  fork=len(docs) >= DEAL_FORK_MIN and can_fork() >= 2)
     except (IndexError, KeyError, TypeError, ValueError) as exc:
         locate.log("reuse store layout unusable (%s: %s); postings dealt out afresh" % (type(exc).__name__, exc))
         return None

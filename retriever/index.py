@@ -281,7 +281,8 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
 
     consume = deque
     avglen = _avglen(docs, profile)
-    gneg = _negs(docs, profile, avglen, progress, fork)
+    # Each group's saturated tf, negated, by slot (see below).
+    sneg = _negs(docs, profile, avglen, progress, fork)
     gdoc = []
     gsize = array("I")  # terms in each group
     gbase = array("I", [0])
@@ -308,11 +309,10 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     # to reorder anyone's postings, and a cold build sorts nothing.)
     # Floats in arrays, not lists: every pass below reads them from
     # contiguous memory (three times faster at 20k skills).
-    nslots = len(gneg)
+    nslots = len(sneg)
     sdoc = array("I", gdoc)
-    sneg = gneg  # an array "d" already
     gslot = array("I", range(nslots))  # slot of each group, in skill order
-    del gdoc, gneg
+    del gdoc
     n_docs, n_vocab = len(docs), len(vocab)
 
     def deal(lo, hi):
@@ -560,12 +560,13 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
     ``old_of[j]`` is the earlier skill number of skill ``j`` when its
     analysis is unchanged, else -1 (added or edited); ``removed`` lists
     ``(earlier skill number, its encoded groups)`` of every earlier skill
-    not kept; ``prev``'s "doc" and "slot" are taken out of it.  Every
-    weight still changes (average lengths, document
-    frequencies), but in passes over arrays that run in C: each posting's
-    saturated tf is looked up by its slot, and the changed skills' postings
-    are taken out and put in by bisection on skill numbers (a term's
-    postings are in skill order, which no weight decides).  Raises ValueError (or
+    not kept; ``prev``'s "doc", "slot" and "w" are taken out of it.  The
+    changed skills' postings are taken out and put in by bisection on skill
+    numbers (a term's postings are in skill order, which no weight
+    decides).  With the same skill count and gridded average lengths as
+    ``prev``, only the touched terms' weights and checksums are made and
+    the others copied; otherwise every weight is made again from its
+    slot's saturated tf, in passes over arrays that run in C.  Raises ValueError (or
     IndexError, KeyError) when ``prev`` does not fit; the caller then
     builds afresh.  ``fork``: saturate the groups and make the weights in
     two processes (the caller knows whether forking is safe here); the
@@ -631,10 +632,10 @@ def update_terms(docs, vocab, profile, prev, old_of, removed, progress=None, for
             progress(n_docs)
     else:
         w0 = None
-        gneg_list = _negs(docs, profile, avglen, progress, fork)
+        negs = _negs(docs, profile, avglen, progress, fork)  # in skill and group order
         gneg = array("d", bytes(8 * top))  # by slot; see build_terms for why arrays
-        deque(map(gneg.__setitem__, gslot, gneg_list), 0)
-        del gneg_list
+        deque(map(gneg.__setitem__, gslot, negs), 0)
+        del negs
 
     # Skill numbers: kept skills keep their order, so renumbering never
     # reorders two of them.

@@ -95,9 +95,7 @@ def pack(built, docs, header):
     doc_blob = b"".join(recs)
     del recs
     pd, pw = memoryview(post_doc).cast("B"), memoryview(post_w).cast("B")
-    post_crc = built.get("post_crc")
-    if not isinstance(post_crc, array) or len(post_crc) != len(offs) - 1:
-        post_crc = post_crcs(built)
+    post_crc = post_crcs(built)
 
     sections = [
         ("term_off", term_off.tobytes()),
@@ -144,14 +142,17 @@ def pack(built, docs, header):
 
 def post_crcs(built):
     """Each term's CRC-32 of its ``post_doc`` and ``post_w`` slices, as the
-    index stores them.  When ``built["post_crc"]`` is ``(crcs, redo)``
+    index stores them: ``built["post_crc"]`` when that is already every
+    term's (the build made it before writing).  When it is ``(crcs, redo)``
     (``index.update_terms`` kept the untouched terms' postings, bytes and
     checksums), only the terms at the positions ``redo`` are computed."""
     from array import array
     from zlib import crc32
     offs = built["post_off"]
-    pd, pw = memoryview(built["post_doc"]).cast("B"), memoryview(built["post_w"]).cast("B")
     known = built.get("post_crc")
+    if isinstance(known, array) and len(known) == len(offs) - 1:
+        return known
+    pd, pw = memoryview(built["post_doc"]).cast("B"), memoryview(built["post_w"]).cast("B")
     if isinstance(known, tuple) and len(known[0]) == len(offs) - 1:
         crcs, redo = known
         for i in redo:

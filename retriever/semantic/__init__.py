@@ -223,7 +223,7 @@ def build_vectors(index_path, out=None):
     t0 = time.perf_counter()
     embed.loader_done()  # alone again: the parts may go to forked processes
     _, n = vectors.ensure(index_path, store.load(index_path), workers=embed.workers(),
-                          fork=build._can_fork() >= 2)
+                          fork=build.can_fork() >= 2)
     took = time.perf_counter() - t0
     if out:
         out("semantic vectors: %d skill(s) embedded, the rest reused, %.2fs\n" % (n, took))
