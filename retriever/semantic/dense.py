@@ -21,8 +21,6 @@ one pass over the vectors as before.
 Plain data: ``prepare`` returns a tuple; numpy only.
 """
 
-import threading
-
 SPLIT_MIN = 4096  # below this many skills one plain product is cheaper
 HEAD_DIMS = 192  # at 20,000 skills: 128 prunes too little, 256 reads too much
 _FIRST = 4  # whole cosines computed first: this many times n, best bound first
@@ -53,11 +51,9 @@ def count(vecs):
     return len(vecs[0]) if len(vecs) == 1 else len(vecs[1])
 
 
-def top(vecs, qv, n, two_cores=False):
+def top(vecs, qv, n):
     """The ``n`` skill numbers with the highest cosine with ``qv`` (a unit
-    float32 vector), as the whole product ranks them; numpy ints.
-    ``two_cores``: read the heads on two threads (the helper, once the
-    client has finished BM25 and waits)."""
+    float32 vector), as the whole product ranks them; numpy ints."""
     import numpy as np
     if len(vecs) == 1:
         allc = vecs[0] @ qv
@@ -67,7 +63,7 @@ def top(vecs, qv, n, two_cores=False):
         return np.arange(len(heads))
     q = qv @ rot
     q1, q2 = q[:HEAD_DIMS], q[HEAD_DIMS:]
-    part = _product(heads, q1) if two_cores else heads @ q1
+    part = heads @ q1
     bound = part + (lengths * float(np.sqrt(q2 @ q2)) + _SLACK)
     first = min(len(heads) - 1, _FIRST * n)
     ids = np.argpartition(-bound, first)[:first]
@@ -91,52 +87,3 @@ def at(vecs, qv, ids):
     rot, heads, rests, _ = vecs
     q = qv @ rot
     return heads[ids] @ q[:HEAD_DIMS] + rests[ids] @ q[HEAD_DIMS:]
-
-
-class _Half:
-    """A worker thread computing the second half of a product (numpy
-    releases the GIL in it): one core does not reach the machine's memory
-    bandwidth, and the heads of 20,000 skills are 15 MB."""
-
-    def __init__(self):
-        self.go, self.done, self.job, self.error = threading.Event(), threading.Event(), None, None
-        threading.Thread(target=self._run, daemon=True, name="skill-retrieval-product").start()
-
-    def _run(self):
-        import numpy as np
-        while True:
-            self.go.wait()
-            self.go.clear()
-            a, v, out = self.job
-            try:
-                np.matmul(a, v, out=out)
-            except Exception as exc:  # handed back to the caller
-                self.error = exc
-            self.done.set()
-
-    def product(self, mat, v):
-        import numpy as np
-        out = np.empty(len(mat), dtype=np.float32)
-        h = len(mat) // 2
-        self.error = None
-        self.done.clear()
-        self.job = (mat[h:], v, out[h:])
-        self.go.set()
-        np.matmul(mat[:h], v, out=out[:h])
-        self.done.wait()
-        if self.error is not None:
-            raise self.error
-        return out
-
-
-_HALF = None
-_HALF_LOCK = threading.Lock()
-
-
-def _product(mat, v):
-    # ``mat @ v`` in two halves on two threads.
-    global _HALF
-    with _HALF_LOCK:  # one product at a time per worker
-        if _HALF is None:
-            _HALF = _Half()
-        return _HALF.product(mat, v)
