@@ -33,13 +33,21 @@ def _load_yaml(text):
     return load_yaml(text)
 
 
-def load_yaml(text, max_chars=MAX_FRONTMATTER):
+# A frontmatter this short, without anchors or aliases, whose collection
+# openers are few, is within the bounds by construction (``within_bounds``).
+SMALL_YAML = 4096
+_OPENERS = []  # compiled on first use
+
+
+def load_yaml(text, max_chars=MAX_FRONTMATTER, always_check=False):
     """yaml's safe loader, bounded: Rejected when ``text`` is longer than
     ``max_chars``, expands past MAX_YAML_NODES nodes or MAX_YAML_DEPTH
     levels (alias bombs, merge-key bombs, recursive aliases), or takes
     longer than YAML_SECONDS.  The document is composed into nodes first
     (aliases are shared there, so composing is linear) and counted before
-    anything is constructed."""
+    anything is constructed, unless ``within_bounds(text)`` says it cannot
+    break them (nearly every real frontmatter: the count and the timer
+    doubled the cost of parsing); ``always_check`` counts anyway."""
     global _yaml_loader
     if len(text) > max_chars:
         raise Rejected("frontmatter is %d characters, over the %d limit" % (len(text), max_chars))
@@ -47,6 +55,13 @@ def load_yaml(text, max_chars=MAX_FRONTMATTER):
         import yaml
         _yaml_loader = (yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     yaml, Loader = _yaml_loader
+    if not always_check and within_bounds(text):
+        loader = Loader(text)
+        try:
+            node = loader.get_single_node()
+            return None if node is None else loader.construct_document(node)
+        finally:
+            loader.dispose()
     with _time_limit(YAML_SECONDS):
         loader = Loader(text)
         try:
@@ -57,6 +72,25 @@ def load_yaml(text, max_chars=MAX_FRONTMATTER):
             return loader.construct_document(node)
         finally:
             loader.dispose()
+
+
+def within_bounds(text):
+    """True when ``text`` cannot break the bounds, so its nodes need no
+    count: at most SMALL_YAML characters, no anchor or alias (``&``,
+    ``*``: nothing is repeated, so its nodes are at most about as many as
+    its characters, far under MAX_YAML_NODES), and at most MAX_YAML_DEPTH
+    collection openers.  Every collection has an opener of its own: a
+    flow ``[`` or ``{``, a block sequence's ``-`` (followed by a space or
+    a line end), or a mapping's ``:`` or ``?`` (counted wherever they
+    are: inside brackets either makes a one-pair mapping whatever
+    follows), so no path nests deeper than there are openers.  Parsing
+    that little takes microseconds: no timer either."""
+    if len(text) > SMALL_YAML or "&" in text or "*" in text:
+        return False
+    if not _OPENERS:
+        import re
+        _OPENERS.append(re.compile(r"[\[{:?]|-(?=\s|$)").findall)
+    return len(_OPENERS[0](text)) <= MAX_YAML_DEPTH
 
 
 def _check_nodes(root, nodes):

@@ -5,6 +5,8 @@ One library holds every kind of broken SKILL.md seen in the wild.  A single
 problem naming the file and the reason, and never crash.
 """
 
+import pathlib
+
 import pytest
 
 from retriever import frontmatter
@@ -158,3 +160,86 @@ def test_lenient_parse_reads_top_level_key_value_lines():
     assert data["name"] == "x"
     assert data["description"] == "Use when: it breaks and continues here"
     assert data["tags"] == ["a", "b"]
+
+
+# -- the unchecked fast path never lets a bomb through ---------------------------
+
+def _outcome(text, always_check):
+    try:
+        return "ok", frontmatter.load_yaml(text, always_check=always_check)
+    except frontmatter.Rejected as exc:
+        return "rejected", str(exc).split(" (")[0]
+    except Exception as exc:  # invalid YAML: the caller falls back to key: value lines
+        return "invalid", type(exc).__name__
+
+
+def _nested(depth):
+    # Each way YAML nests, `depth` levels deep, in a few hundred characters.
+    return {
+        "flow": "tags: " + "[" * depth + "x" + "]" * depth,
+        "flow-pairs": "tags: " + "[?" * depth + "x" + "]" * depth,
+        "flow-colons": "tags: " + "[a: " * depth + "x" + "]" * depth,
+        "block-seq": "tags:\n" + "- " * depth + "x",
+        "block-map": "\n".join(" " * i + "k%d:" % i for i in range(depth)) + " x",
+        "explicit-keys": "? " * depth + "x",
+    }
+
+
+@pytest.mark.parametrize("depth", [1, 20, 30, 31, 32, 33, 62, 63, 64, 65, 66, 70, 130])
+def test_a_frontmatter_parsed_without_the_node_count_still_keeps_the_bounds(depth):
+    # Nearly every real frontmatter skips the node count and the timer
+    # (load_yaml's within_bounds).  Whatever the nesting, the result must
+    # be the counted parse's: the same value, or the same rejection.
+    for kind, text in _nested(depth).items():
+        fast, checked = _outcome(text, False), _outcome(text, True)
+        assert fast == checked, (kind, depth, fast, checked)
+        if checked[0] == "rejected":
+            assert not frontmatter.within_bounds(text), (kind, depth)
+
+
+def _random_nest(rng):
+    # Block levels, then flow levels of mixed kinds, about as deep as the
+    # bound: valid YAML that a miscounted opener would let through.
+    opens = {"[": "]", "{k: ": "}", "[? ": "]", "[a: ": "]", "{? ": "}"}
+    block = rng.randint(0, 40)
+    lines, indent = [], 0
+    for i in range(block):
+        if rng.random() < 0.5:
+            lines.append(" " * indent + "k%d:" % i)
+            indent += 2
+        else:
+            lines.append(" " * indent + "-")
+            indent += 2
+    flow = [rng.choice(list(opens)) for _ in range(rng.randint(0, 50))]
+    inner = "".join(flow) + rng.choice(["x", "", "'q'", "1"]) + "".join(opens[o] for o in reversed(flow))
+    return "\n".join(lines + [" " * indent + inner]) if lines else "tags: " + inner
+
+
+def test_random_nestings_parse_the_same_with_or_without_the_count():
+    import random
+    rng = random.Random(20261203)
+    rejected = passed = 0
+    for _ in range(1500):
+        text = _random_nest(rng)
+        fast, checked = _outcome(text, False), _outcome(text, True)
+        assert fast == checked, (text, fast, checked)
+        if checked[0] == "rejected":
+            rejected += 1
+            assert not frontmatter.within_bounds(text), text
+        elif checked[0] == "ok":
+            passed += 1
+    assert rejected > 100 and passed > 100  # the samples straddle the depth bound
+
+
+CORPORA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "corpora"
+
+
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="../shared/corpora is not present")
+def test_every_real_frontmatter_in_bounds_parses_as_the_counted_parser_does():
+    seen = 0
+    for md in sorted(CORPORA.rglob("SKILL.md"))[::7]:
+        fm, _, _ = frontmatter.split_frontmatter(md.read_text("utf-8", "replace"))
+        if fm and fm.strip() and frontmatter.within_bounds(fm):
+            seen += 1
+            assert _outcome(fm, False) == _outcome(fm, True), md
+    assert seen > 300
