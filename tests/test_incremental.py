@@ -8,6 +8,7 @@ and how fast a build ran.
 
 import marshal
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -240,6 +241,48 @@ def test_the_index_is_flushed_to_disk_before_it_replaces_the_old_one(tmp_path, m
     build_mod.build(build_mod.resolve([str(root)], use_config=False), index)
     assert [os.path.basename(p).split(".tmp.")[0] for p in synced] == ["index.skr"]
     assert os.path.exists(reuse.path_for(index)) and os.path.exists(store.memo_path(index))
+
+
+def test_a_build_parsed_in_worker_processes_equals_one_parsed_in_process(tmp_path, monkeypatch):
+    # Past PARALLEL_MIN files, worker processes parse and analyse, and the
+    # parent numbers their terms: the index and the reuse store must be
+    # exactly those of a build parsed in process, and the next edit's
+    # rebuild must find the store usable.
+    from retriever import build as build_mod
+    if build_mod.can_fork() < 2:
+        pytest.skip("one core: the build never starts workers here")
+    root = tmp_path / "skills"
+    words = ["pdf", "merge", "docker", "image", "deploy", "kubernetes", "test", "lint", "git", "rebase", "sql",
+             "query", "chart", "plot", "email", "send", "翻译", "文档"]
+    n = build_mod.PARALLEL_MIN + 40
+    for i in range(n):
+        make_skill(root, "c%d/s%03d" % (i % 9, i),
+                   {"name": "s%03d" % i, "description": "does %s and %s" % (words[i % 18], words[(i * 5) % 18]),
+                    "tags": [words[(i * 7) % 18]]},
+                   body=" ".join(words[(i * 3 + j) % 18] for j in range(i % 23)) + " unique%d" % i)
+    scope = build_mod.resolve([str(root)], use_config=False)
+    parallel, serial = str(tmp_path / "p" / "i.skr"), str(tmp_path / "s" / "i.skr")
+    import multiprocessing.pool
+    handed = []
+    real = multiprocessing.pool.Pool.imap
+
+    def imap(pool, func, jobs, chunksize=1):
+        jobs = list(jobs)
+        handed.extend(jobs)
+        return real(pool, func, jobs, chunksize)
+    monkeypatch.setattr(multiprocessing.pool.Pool, "imap", imap)
+    header, _ = build_mod.build(scope, parallel)
+    assert header["n_docs"] == n and len(handed) == n
+    monkeypatch.setattr(build_mod, "PARALLEL_MIN", n + 1)
+    build_mod.build(scope, serial)
+    assert index_bytes(pathlib.Path(parallel)) == index_bytes(pathlib.Path(serial))
+    key = reuse.key(index_mod.PROFILES["default"])
+    # Compared loaded: marshal's bytes depend on which equal strings are one object.
+    assert reuse.load(reuse.path_for(parallel), key) == reuse.load(reuse.path_for(serial), key)
+    md = root / "c0" / "s000" / "SKILL.md"
+    md.write_text(md.read_text() + "\nEdited: chart plot.\n")
+    header, _ = build_mod.build(scope, parallel)
+    assert header["reused"] == n - 1 and header["updated"]
 
 
 def test_answers_follow_the_edit(tmp_path, cli_env):
