@@ -277,7 +277,7 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     from array import array
     from collections import deque
     from itertools import accumulate, chain, compress, repeat
-    from operator import add, itemgetter, lshift, mul
+    from operator import itemgetter, lshift, mul
 
     consume = deque
     avglen = _avglen(docs, profile)
@@ -314,66 +314,64 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     gslot = array("I", range(nslots))  # slot of each group, in skill order
     del gdoc
     n_docs, n_vocab = len(docs), len(vocab)
+    # Term numbers in code-point order (which is UTF-8 byte order): the
+    # index's order.  A term's postings are dealt into its own array and
+    # the arrays joined in this order, so they come out in index order.
+    order = sorted(range(n_vocab), key=vocab.__getitem__)
 
-    def deal(lo, hi):
-        # Slots lo..hi-1: (postings per term number, their slots in term
-        # number order).  A run of slots is a run of groups, whose term
-        # numbers lie side by side in ``joined``: one slice, dealt out in
-        # one C-level pass, each with its group's slot.
-        pslots = [array("I") for _ in repeat(None, n_vocab)]
-        for a in range(lo, hi, 1 << 15):
-            b = min(hi, a + (1 << 15))
+    def part(lo, hi):
+        # The postings of the terms order[lo:hi]: (postings per term,
+        # slots, skill numbers, weights), in index order.  Every slot's
+        # terms are read; those of other terms go to one scratch array,
+        # emptied as it goes.  A run of slots is a run of groups, whose
+        # term numbers lie side by side in ``joined``: one slice, dealt
+        # out in one C-level pass, each with its group's slot.
+        mine = order[lo:hi]
+        scratch = array("I")
+        pslots = [scratch] * n_vocab
+        consume(map(pslots.__setitem__, mine, map(array, repeat("I", len(mine)))), 0)
+        for a in range(0, nslots, 1 << 15):
+            b = min(nslots, a + (1 << 15))
             ids = array("I")
             ids.frombytes(joined[gstart[a]:gstart[b]])
             consume(map(array.append, map(pslots.__getitem__, ids),
                         chain.from_iterable(map(repeat, range(a, b), gsize[a:b]))), 0)
-        return array("I", map(len, pslots)), array("I", b"".join(pslots))
-
-    def weigh(counts, slots, dfs):
-        # Skill numbers and weights of ``slots`` (term number order, as
-        # many per term as ``counts`` says), knowing every term's df.
+            del scratch[:]
+        arrays = list(map(pslots.__getitem__, mine))
+        del pslots
+        counts = array("I", map(len, arrays))
+        slots = array("I", b"".join(arrays))
+        del arrays
         by_df = {}
-        negidf = [-(by_df.get(df) or by_df.setdefault(df, idf(n_docs, df))) if df else 0.0 for df in dfs]
+        negidf = [-(by_df.get(df) or by_df.setdefault(df, idf(n_docs, df))) if df else 0.0 for df in counts]
         # weight = idf * saturated tf; (-idf) * (-sat) is exactly that (and
         # exactly what _finish computes).
-        return (array("I", map(sdoc.__getitem__, slots)),
+        return (counts, slots, array("I", map(sdoc.__getitem__, slots)),
                 array("f", map(mul, chain.from_iterable(map(repeat, negidf, counts)), map(sneg.__getitem__, slots))))
 
-    parts = _deal_in_two(deal, weigh, nslots, n_vocab) if fork and nslots > 1 else None
-    if parts is None:
-        counts, slots = deal(0, nslots)
-        parts = [[counts, slots] + list(weigh(counts, slots, counts))]
+    if fork and nslots > 1 and n_vocab > 1:
+        # Two processes, each all the slots but half the postings kept (by
+        # a sample of the term numbers: half the terms can hold far more
+        # or fewer than half the postings); joined, the two halves are the
+        # index's order as they stand, with no merge.
+        step = max(1, nslots // 64)
+        sample = array("I")
+        for a in range(0, nslots, step):  # a sixteenth of the postings, in 64 runs
+            sample.frombytes(joined[gstart[a]:gstart[min(nslots, a + step // 16 + 1)]])
+        rank = [0] * n_vocab
+        consume(map(rank.__setitem__, order, range(n_vocab)), 0)
+        ranks = sorted(map(rank.__getitem__, sample))
+        del rank, sample
+        split = min(n_vocab - 1, max(1, ranks[len(ranks) // 2] if ranks else n_vocab // 2))
+        first, second = _in_two(part, n_vocab, "IIIf", split)
+        counts, post_slot, post_doc, post_w = (x + y for x, y in zip(first, second))
+        del first, second
+    else:
+        counts, post_slot, post_doc, post_w = part(0, n_vocab)
     del joined, gstart, gsize
-
-    # The terms in use, in code-point order (which is UTF-8 byte order),
-    # each with its postings from every part (the parts' slots rise).
-    dfs_all = parts[0][0] if len(parts) == 1 else array("I", map(add, parts[0][0], parts[1][0]))
-    used = array("I", sorted(compress(range(n_vocab), dfs_all), key=vocab.__getitem__))
-    dfs = list(map(dfs_all.__getitem__, used))
-    del dfs_all
-    # Byte offsets of each term's postings in each part.
-    offs = [array("Q", accumulate(map(lshift, p[0], repeat(2)), initial=0)) for p in parts]
-    merged = []
-    for k, code in ((1, "I"), (2, "I"), (3, "f")):  # slots, skill numbers, weights
-        # Each term's slice of every part, in term order, joined in C a few
-        # thousand terms at a time (one ``+=`` per term and part was a
-        # Python loop over hundreds of thousands of slices).
-        out = array(code)
-        views = [memoryview(p[k]).cast("B") for p in parts]
-        for c in range(0, len(used), 8192):
-            chunk = used[c:c + 8192]
-            ends = array("I", map(add, chunk, repeat(1)))
-            out.frombytes(b"".join(chain.from_iterable(zip(*[
-                map(v.__getitem__, map(slice, map(off.__getitem__, chunk), map(off.__getitem__, ends)))
-                for v, off in zip(views, offs)]))))
-        merged.append(out)
-        for v in views:
-            v.release()
-        del views
-        for p in parts:  # each part's copy goes as soon as it is merged
-            p[k] = None
-    post_slot, post_doc, post_w = merged
-    del parts, merged
+    used = array("I", compress(order, counts))
+    dfs = list(compress(counts, counts))
+    del order, counts
     # The weights and each slot's saturated tf go in the layout too: a
     # rebuild that finds the same averages and skill count keeps them.
     layout = {"terms": used, "doc": post_doc, "slot": post_slot,
@@ -383,86 +381,14 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
     return _finish(vocab, n_docs, avglen, dfs, negs, layout, keep_postings, post_w)
 
 
-def _deal_in_two(deal, weigh, nslots, n_vocab):
-    """``deal`` and ``weigh`` (see build_terms) for the first half of the
-    slots here and the second half in a forked child at the same time:
-    ``[[counts, slots, docs, weights], ...]`` for the two halves, or None
-    when the child could not be started.  The two exchange their counts
-    (a weight needs the whole library's df) through pipes; when the child
-    fails, its half is done here, so the result never depends on it."""
-    import os
-    from array import array
-
-    half = nslots // 2
-    try:
-        down_r, down_w = os.pipe()  # parent -> child
-        up_r, up_w = os.pipe()  # child -> parent
-    except OSError:
-        return None
-    try:
-        pid = os.fork()
-    except OSError:
-        for fd in (down_r, down_w, up_r, up_w):
-            os.close(fd)
-        return None
-    if pid == 0:  # the child: its half, then out without any cleanup of the parent's
-        code = 1
-        try:
-            os.close(down_w)
-            os.close(up_r)
-            with open(up_w, "wb") as out, open(down_r, "rb") as inp:
-                counts, slots = deal(half, nslots)
-                _send(out, counts)
-                out.flush()
-                theirs = _receive(inp, "I")
-                if len(theirs) != n_vocab:
-                    raise ValueError("counts cut short")
-                docs, weights = weigh(counts, slots, array("I", map(int.__add__, counts, theirs)))
-                for a in (slots, docs, weights):
-                    _send(out, a)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(down_r)
-    os.close(up_w)
-    inp, out = open(up_r, "rb"), open(down_w, "wb")
-    try:
-        counts, slots = deal(0, half)
-        other = None  # the child's half, when done here
-        try:
-            theirs = _receive(inp, "I")
-            if len(theirs) != n_vocab:
-                raise ValueError("counts cut short")
-            _send(out, counts)
-            out.flush()
-        except (OSError, ValueError):
-            other = list(deal(half, nslots))
-            theirs = other[0]
-        dfs = array("I", map(int.__add__, counts, theirs))
-        mine = [counts, slots] + list(weigh(counts, slots, dfs))
-        if other is None:
-            try:
-                got = [theirs] + [_receive(inp, code) for code in ("I", "I", "f")]
-                if not len(got[1]) == len(got[2]) == len(got[3]) == sum(theirs):
-                    raise ValueError("postings cut short")
-            except (OSError, ValueError):
-                other = list(deal(half, nslots))
-        if other is not None:
-            got = other + list(weigh(other[0], other[1], dfs))
-        return [mine, got]
-    finally:
-        inp.close()
-        out.close()
-        os.waitpid(pid, 0)
-
-
-def _in_two(work, n, codes):
-    """``[work(0, n // 2), work(n // 2, n)]``, the second made in a forked
+def _in_two(work, n, codes, half=None):
+    """``[work(0, half), work(half, n)]`` (``half``: n // 2 unless
+    given), the second made in a forked
     child at the same time as the first; ``work`` returns arrays of the
     types ``codes`` (one letter each).  A failed child's part is made
     here, so the result never depends on it."""
     import os
-    half = n // 2
+    half = n // 2 if half is None else half
     try:
         rd, wr = os.pipe()
     except OSError:
