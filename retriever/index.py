@@ -116,6 +116,13 @@ def idf(n_docs, df):
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def idfs(n_docs, dfs):
+    """``idf(n_docs, df)`` for each df of ``dfs``, each distinct df computed
+    once (a library has a few thousand distinct dfs for ~70k terms)."""
+    by_df = {}
+    return [by_df.get(df) or by_df.setdefault(df, idf(n_docs, df)) for df in dfs]
+
+
 def field_norm(w, b, length, avglen):
     """What one occurrence of a term in a field of ``length`` terms adds to
     the combined term frequency: the field weight ``w``, length-normalised
@@ -342,8 +349,7 @@ def build_terms(docs, vocab, profile, progress=None, keep_postings=False, fork=F
         counts = array("I", map(len, arrays))
         slots = array("I", b"".join(arrays))
         del arrays
-        by_df = {}
-        negidf = [-(by_df.get(df) or by_df.setdefault(df, idf(n_docs, df))) if df else 0.0 for df in counts]
+        negidf = list(map(neg, idfs(n_docs, counts)))  # a term without postings repeats none
         # weight = idf * saturated tf; (-idf) * (-sat) is exactly that (and
         # exactly what _finish computes).
         return (counts, slots, array("I", map(sdoc.__getitem__, slots)),
@@ -458,17 +464,16 @@ def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False, post_w=Non
     from array import array
     from itertools import accumulate, chain, repeat
 
-    by_df = {}
-    idfs = [by_df.get(df) or by_df.setdefault(df, idf(n, df)) for df in dfs]
+    term_idfs = idfs(n, dfs)
     post_off = array("I", accumulate(dfs, initial=0))
     layout["off"] = post_off
     # weight = idf * saturated tf; (-idf) * (-sat) is exactly that.
     # (operator.mul is a plain builtin: twice as fast to call as float.__mul__.)
     if post_w is None:
-        post_w = array("f", map(mul, chain.from_iterable(map(repeat, map(neg, idfs), dfs)), negs))
+        post_w = array("f", map(mul, chain.from_iterable(map(repeat, map(neg, term_idfs), dfs)), negs))
     out = {
         "terms": list(map(vocab.__getitem__, layout["terms"])),
-        "idf": idfs,
+        "idf": term_idfs,
         "n_docs": n,
         "avglen": avglen,
         "post_off": post_off,
@@ -479,7 +484,7 @@ def _finish(vocab, n, avglen, dfs, negs, layout, keep_postings=False, post_w=Non
     if keep_postings:
         d = layout["doc"]
         out["postings"] = [list(zip(d[a:b], map(mul, repeat(-w), negs[a:b])))
-                           for w, a, b in zip(idfs, post_off, post_off[1:])]
+                           for w, a, b in zip(term_idfs, post_off, post_off[1:])]
     return out
 
 
@@ -706,8 +711,7 @@ def _reweigh(dfs, n_docs, gneg, slot2, fork):
     from bisect import bisect_right
     from itertools import accumulate, chain, islice, repeat
     from operator import mul
-    by_df = {}
-    negidf = [-(by_df.get(df) or by_df.setdefault(df, idf(n_docs, df))) for df in dfs]
+    negidf = list(map(neg, idfs(n_docs, dfs)))
     off = array("I", accumulate(dfs, initial=0))
     gn = gneg.__getitem__
     n_post = len(slot2)
