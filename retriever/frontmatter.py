@@ -55,20 +55,15 @@ def load_yaml(text, max_chars=MAX_FRONTMATTER, always_check=False):
         import yaml
         _yaml_loader = (yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     yaml, Loader = _yaml_loader
-    if not always_check and within_bounds(text):
-        loader = Loader(text)
-        try:
-            node = loader.get_single_node()
-            return None if node is None else loader.construct_document(node)
-        finally:
-            loader.dispose()
-    with _time_limit(YAML_SECONDS):
+    check = always_check or not within_bounds(text)
+    with _time_limit(YAML_SECONDS if check else None):
         loader = Loader(text)
         try:
             node = loader.get_single_node()
             if node is None:
                 return None
-            _check_nodes(node, yaml.nodes)
+            if check:
+                _check_nodes(node, yaml.nodes)
             return loader.construct_document(node)
         finally:
             loader.dispose()
@@ -137,14 +132,17 @@ def _children(node, nodes):
 
 
 class _time_limit:
-    """SIGALRM-based wall-clock bound; a no-op off the main thread or where
-    there is no SIGALRM (the size and node bounds still hold there)."""
+    """SIGALRM-based wall-clock bound; a no-op for ``seconds`` None, off
+    the main thread or where there is no SIGALRM (the size and node bounds
+    still hold there)."""
 
     def __init__(self, seconds):
         self.seconds = seconds
         self.old = None
 
     def __enter__(self):
+        if self.seconds is None:
+            return self
         import signal
         import threading
         if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
