@@ -32,9 +32,9 @@ QUERY_MODULES = {
     "retriever.query", "retriever.render",
 }
 # With the semantic tier on and its warm helper answering: the stdlib
-# client (``_socket``, not ``socket``) and the pure-Python fusion; never numpy.
-SEMANTIC_CLIENT_MODULES = {"retriever.semantic", "retriever.semantic.client", "retriever.semantic.fuse",
-                           "_socket"}
+# client, which talks through FIFOs with ``posix`` alone (no ``_socket``,
+# ``select`` or ``socket``), and the pure-Python fusion; never numpy.
+SEMANTIC_CLIENT_MODULES = {"retriever.semantic", "retriever.semantic.client", "retriever.semantic.fuse"}
 HOOK_MODULES = QUERY_MODULES | {
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
     "retriever.jsonlite", "_json",

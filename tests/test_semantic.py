@@ -421,9 +421,10 @@ def test_helper_starts_answers_never_runs_twice_and_idles_out(tmp_path, tree, he
     assert _wait(lambda: _fused(env, tree["index"], text)["tiers"] == ["bm25", "semantic"])
     doc = _fused(env, tree["index"], text)
     assert doc["results"][0]["name"] == "pdf-text-extraction"
-    # No request for 6 s: it exits by itself and removes its socket.
+    # No request for 6 s: it exits by itself and removes its socket and FIFO.
     assert p.wait(timeout=60) == 0
     assert not os.path.exists(_sock(env))
+    assert sorted(os.listdir(os.path.dirname(_sock(env)))) == ["semantic.lock"]
 
 
 def test_first_query_starts_a_helper_and_answers_bm25(tmp_path, tree, helpers):
@@ -454,11 +455,14 @@ def test_stale_socket_or_tier_off_gives_the_bm25_answer(tmp_path, tree, helpers)
     s = socket.socket(socket.AF_UNIX)
     s.bind(d + "/semantic.sock")
     s.close()
+    # ... and its question FIFO, which nobody reads.
+    os.mkfifo(d + "/semantic.ask", 0o600)
     # A start was just "attempted": the stamp keeps this query from starting one.
     open(d + "/semantic.spawned", "w").close()
     env["SKILL_RETRIEVAL_SEMANTIC"] = "on"
     stale = _fused(env, tree["index"], "rotate kubernetes TLS certificates")
     assert stale["tiers"] == ["bm25"] and stale["results"] == off["results"]
+    assert sorted(os.listdir(d)) == ["semantic.ask", "semantic.sock", "semantic.spawned"]  # no reply FIFO left
 
 
 def test_the_helper_is_asked_before_the_index_is_loaded(tmp_path, tree, helpers, monkeypatch):
@@ -482,10 +486,11 @@ def test_the_helper_is_asked_before_the_index_is_loaded(tmp_path, tree, helpers,
     assert events[:2] == ["ask", "load"], events
 
 
-def test_the_question_goes_out_before_the_client_imports_store(tmp_path, tree):
-    """The client connects to the helper (importing ``_socket``) before it
-    pays for importing ``store`` (about 0.3 ms), so the helper starts that
-    much earlier.  A socket nobody listens on is enough to see the order."""
+def test_over_the_socket_the_question_goes_out_before_the_client_imports_store(tmp_path, tree):
+    """Without the helper's FIFO (a helper of an older version), the
+    client connects (importing ``_socket``) before it pays for importing
+    ``store`` (about 0.3 ms), so the helper starts that much earlier.  A
+    socket nobody listens on is enough to see the order."""
     import socket
     env = _helper_env(tmp_path)
     d = env["XDG_RUNTIME_DIR"] + "/skill-retrieval"
@@ -501,6 +506,137 @@ def test_the_question_goes_out_before_the_client_imports_store(tmp_path, tree):
     assert proc.returncode == 0 and "k8s-cert-rotation" in proc.stdout, proc.stderr[-2000:]
     order = [line.split("'")[1] for line in proc.stderr.splitlines() if line.startswith("import '")]
     assert order.index("_socket") < order.index("retriever.store"), order
+
+
+def _frames(data):
+    from retriever.semantic import client
+    out = []
+    while data:
+        n = int.from_bytes(data[4:8], "little")
+        assert data[:4] == client.MAGIC
+        out.append(data[8:8 + n].decode("utf-8").split("\n"))
+        data = data[8 + n:]
+    return out
+
+
+def test_a_warm_question_goes_through_the_fifos_with_posix_alone(tmp_path, tree):
+    """With the helper's question FIFO there, the client writes its
+    question and then BM25's candidates to it, tagged with one id, waits
+    for the reply on a FIFO of its own (here none comes: it answers BM25
+    within its deadline), removes that FIFO, and imports no ``_socket``."""
+    from test_architecture import _imported
+    env = _helper_env(tmp_path)
+    env["SKILL_RETRIEVAL_SEMANTIC_TIMEOUT"] = "300"
+    d = env["XDG_RUNTIME_DIR"] + "/skill-retrieval"
+    os.makedirs(d, mode=0o700)
+    os.mkfifo(d + "/semantic.ask", 0o600)
+    fd = os.open(d + "/semantic.ask", os.O_RDWR | os.O_NONBLOCK)  # the "helper" that never answers
+    try:
+        mods, out = _imported(["--index", tree["index"], "rotate kubernetes TLS certificates"], env)
+        got = _frames(os.read(fd, 65536))
+    finally:
+        os.close(fd)
+    assert b"k8s-cert-rotation" in out
+    assert "_socket" not in mods and "select" not in mods
+    (op1, qid, index, text), (op2, qid2, cands) = got
+    assert (op1, index, text) == ("ask", tree["index"], "rotate kubernetes TLS certificates")
+    assert op2 == "cands" and qid2 == qid and cands.split()
+    assert sorted(os.listdir(d)) == ["semantic.ask"]  # its reply FIFO is gone
+
+
+def test_the_fifo_and_the_socket_give_the_same_cosines(tmp_path, tree, helpers):
+    from retriever import store
+    from retriever.semantic import client
+    env, _ = helpers[0](idle=60)
+    text = "把扫描的PDF文件里的文字提取出来"
+    assert _wait(lambda: _fused(env, tree["index"], text)["tiers"] == ["bm25", "semantic"])
+    key = client.index_key(store.load(tree["index"])["header"])
+    got = {}
+    for way in ("fifo", "socket"):
+        p = client.Provider(spawn=False)
+        s = client.Session(p, tree["index"], text)
+        if way == "fifo":
+            assert s.via_fifo(client.fifo_path(_sock(env)))
+        else:
+            s.via_socket(client.connect(_sock(env), 20.0))
+        s.key = key
+        got[way] = s(text, [0, 1, 2])
+        assert p.status == "answered", (way, p.status)
+    assert got["fifo"] == got["socket"] and set(got["fifo"]) >= {0, 1, 2}
+    assert sorted(n for n in os.listdir(os.path.dirname(_sock(env))) if n.startswith("r.")) == []
+
+
+def test_a_question_too_long_for_the_fifo_goes_over_the_socket(tmp_path, tree, helpers):
+    from retriever.semantic import client
+    env, _ = helpers[0](idle=60)
+    text = "把扫描的PDF文件里的文字提取出来。" * 120  # 2,000 characters read, 6,000 bytes: over PIPE_BUF
+    assert len(client.frame(text.encode())) > client.PIPE_BUF
+    assert _wait(lambda: _fused(env, tree["index"], text)["tiers"] == ["bm25", "semantic"])
+    assert _fused(env, tree["index"], text)["results"][0]["name"] == "pdf-text-extraction"
+
+
+def test_junk_on_the_question_fifo_is_dropped_and_the_helper_goes_on(tmp_path, tree, helpers):
+    """Whatever another program of the user writes to the question FIFO:
+    not a frame, a frame too long, a part of one, an id that is not one
+    (a path), candidates for a question never asked.  The helper drops it
+    with a log line, writes no file outside its reply FIFOs, and the next
+    query is answered fused."""
+    from retriever.semantic import client
+    env, p = helpers[0](idle=60)
+    text = "把扫描的PDF文件里的文字提取出来"
+    assert _wait(lambda: _fused(env, tree["index"], text)["tiers"] == ["bm25", "semantic"])
+    d = os.path.dirname(_sock(env))
+    qid = client.question_id()
+    os.mkfifo(d + "/r." + qid, 0o600)
+    reply_fd = os.open(d + "/r." + qid, os.O_RDONLY | os.O_NONBLOCK)
+    junk = [b"hello, not a frame at all\n",
+            client.MAGIC + (client.PIPE_BUF + 1).to_bytes(4, "little") + b"x" * 100,
+            client.MAGIC + (50).to_bytes(4, "little") + b"ask\n1-2",
+            client.frame(("ask\n../../escape\n%s\n%s" % (tree["index"], text)).encode()),
+            client.frame(b"cands\n../../escape\n1 2"),
+            client.frame(b"cands\n%s\n1 2" % qid.encode()),
+            client.frame(b"stop\n%s\nx" % qid.encode())]
+    for j in junk:
+        fd = os.open(d + "/semantic.ask", os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, j)
+        os.close(fd)
+        time.sleep(0.05)
+    # Candidates for a question it never got: told so, and the FIFO removed.
+    assert _wait(lambda: not os.path.exists(d + "/r." + qid), 30)
+    assert _frames(os.read(reply_fd, 65536)) == [["error", "unknown question"]]
+    os.close(reply_fd)
+    assert p.poll() is None
+    assert _fused(env, tree["index"], text)["tiers"] == ["bm25", "semantic"]
+    assert not os.path.exists(os.path.join(d, "../../escape")) and not os.path.exists(d + "/escape")
+    assert sorted(os.listdir(d)) == ["semantic.ask", "semantic.lock", "semantic.sock"]
+    with open(env["XDG_CACHE_HOME"] + "/skill-retrieval/skill-retrieval.log") as f:
+        dropped = [line for line in f if "question FIFO" in line]
+    assert len(dropped) == 6, dropped  # one line each; the unknown question got its answer instead
+
+
+def test_the_helper_moves_off_the_cpu_of_the_client_it_works_for():
+    """A client's message wakes the helper on the client's own CPU, where
+    it would preempt the client for the whole encode; ``off_cpu_of``
+    leaves that CPU out of the helper's affinity while it works, and puts
+    the affinity back after.  Here this process is both: it moves off the
+    CPU it was on."""
+    from retriever.semantic.helper import off_cpu_of
+    before = os.sched_getaffinity(0)
+
+    def cpu():
+        with open("/proc/self/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[36])
+    was = cpu()
+    with off_cpu_of(os.getpid()):
+        inside = os.sched_getaffinity(0)
+        now = cpu()
+    assert os.sched_getaffinity(0) == before
+    if len(before) > 1:
+        assert inside == before - {was} and now != was
+    else:
+        assert inside == before
+    with off_cpu_of(2 ** 22 + 12345):  # no such process: nothing changes
+        assert os.sched_getaffinity(0) == before
 
 
 def test_the_helper_follows_a_rebuilt_index_and_a_reply_about_another_build_is_refused(tmp_path, helpers):
@@ -526,12 +662,17 @@ def test_the_helper_follows_a_rebuilt_index_and_a_reply_about_another_build_is_r
     rebuild()
     assert _wait(lambda: (lambda d: d["tiers"] == ["bm25", "semantic"]
                           and d["results"][0]["name"] == "web-table-scraper")(_fused(env, index, text)))
-    # A reply about another build than the client loaded is never used.
-    sock = client.connect(_sock(env), 20.0)
-    p = client.Provider(spawn=False)
-    s = client.Session(p, sock, index, text)
-    s.key = old_key
-    assert s(text, [0, 1]) is None and "another build" in p.status
+    # A reply about another build than the client loaded is never used,
+    # whichever way it came.
+    for way in ("fifo", "socket"):
+        p = client.Provider(spawn=False)
+        s = client.Session(p, index, text)
+        if way == "fifo":
+            assert s.via_fifo(client.fifo_path(_sock(env)))
+        else:
+            s.via_socket(client.connect(_sock(env), 20.0))
+        s.key = old_key
+        assert s(text, [0, 1]) is None and "another build" in p.status, (way, p.status)
 
 
 def test_with_no_helper_running_a_query_does_not_import_the_socket_module(tmp_path, tree):

@@ -16,12 +16,21 @@ per-prompt clients' requests for cosines over a Unix socket:
 - it exits after SKILL_RETRIEVAL_SEMANTIC_IDLE seconds without a request
   (default 1800).
 
-Requests are the client's framing (``client.frame``): ``ask`` with the
-index path and the text, sent before the client loads its index and runs
-BM25, so the two overlap; the client's candidates follow in a second
-frame once BM25 has chosen them, and the reply names the index build and
-packs the cosines of the encoder's top and of those candidates (see
-``packed``); ``ping``; ``stop``.
+Requests are the client's framing (``client.frame``).  A question comes
+before the client loads its index and runs BM25, so the two overlap.
+Usually it comes through the FIFO ``semantic.ask`` beside the socket:
+``ask`` with an id, the index path and the text; the helper encodes it
+and finds the encoder's top at once, and keeps that (``Early``) until
+the client's ``cands`` message, with the same id and BM25's candidates,
+arrives on the same FIFO; the reply goes to the client's FIFO
+``r.<id>``, which the helper then removes.  A client that cannot use the
+FIFO asks over the socket instead: ``ask`` with the index path and the
+text, then its candidates in a second frame, and the reply on the same
+connection.  The reply names the index build and packs the cosines of
+the encoder's top and of the candidates (see ``packed``).  The socket
+also serves ``ping`` and ``stop``.  Both FIFOs are mode 0600 in the same
+private folder; what arrives on the question FIFO is parsed with bounds,
+and anything else is dropped with one log line.
 """
 
 import os
@@ -168,21 +177,10 @@ def packed(key, vecs, qv, top, candidates):
     return head.encode("utf-8", "surrogateescape") + blob
 
 
-def handle(indexes, lines, read_more=None):
-    """The reply (bytes) for one request: ``ping``, or ``ask`` (index
-    path, the text).  An ``ask`` is answered in two steps: the helper
-    encodes the text and finds the encoder's top on one core while the
-    client runs BM25 on the other; ``read_more()`` then waits for the
-    client's second frame, its candidates, and only their cosines are
-    left to compute.  (The top used to wait for the candidates, to have
-    both cores once the client waited: at 20,000 skills the client then
-    waited for it, 3 ms longer end to end, measured interleaved.)"""
-    op = lines[0] if lines else ""
-    if op == "ping":
-        return ("ok\npid %d\nindexes %d" % (os.getpid(), len(indexes.ready))).encode()
-    if op != client.ASK or len(lines) < 3:
-        return b"error\nbad request"
-    path, text = lines[1], "\n".join(lines[2:])
+def question(indexes, path, text):
+    """The first half of an answer: ``(build key, vectors, question
+    vector, encoder's top)`` for ``text`` about the index file ``path``,
+    or the reply (bytes) when it cannot be answered now (loading, error)."""
     from retriever.semantic import embed
     try:
         got = indexes.get_file(path)
@@ -195,22 +193,195 @@ def handle(indexes, lines, read_more=None):
         return b"pending\nthe model is loading"
     key, _, vecs = got
     qv = embed.encode_query(text)
-    top = top_of(vecs, qv)
-    candidates = client.parse_candidates(read_more()) if read_more is not None else []
+    return key, vecs, qv, top_of(vecs, qv)
+
+
+class Early:
+    """First halves of FIFO questions, by id, until their candidates come
+    (a few, for a short while: a client that never sends them leaves
+    nothing behind for long; its reply FIFO is removed then)."""
+
+    MAX, TTL = 16, 60.0
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.items = {}  # id -> (time, first half: question's tuple or reply bytes)
+
+    def put(self, qid, first):
+        """Keep ``first`` for the question ``qid``."""
+        now = time.monotonic()
+        for k in [k for k, v in self.items.items() if now - v[0] > self.TTL]:
+            self._drop(k)
+        self.items[qid] = (now, first)
+        while len(self.items) > self.MAX:
+            self._drop(next(iter(self.items)))
+
+    def take(self, qid):
+        """The first half kept for ``qid``, or None."""
+        got = self.items.pop(qid, None)
+        return None if got is None else got[1]
+
+    def _drop(self, qid):
+        del self.items[qid]
+        _unlink(reply_path(self.folder, qid))
+
+
+def reply_path(folder, qid):
+    """The reply FIFO of the question ``qid`` (``client.valid_id``)."""
+    return "%s/%s%s" % (folder, client.REPLY_PREFIX, qid)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def send_reply(folder, qid, data):
+    """Write the reply ``data`` to the question's FIFO and remove it.
+    Quietly nothing when the client is gone (nobody reads: ENXIO) or the
+    path is not the user's own FIFO."""
+    import stat
+    path = reply_path(folder, qid)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        _unlink(path)
+        return
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISFIFO(st.st_mode) and st.st_uid == os.getuid():
+            os.write(fd, client.frame(data))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+        _unlink(path)
+
+
+def answer(first, candidates):
+    """The reply (bytes) to a question whose first half is ``first``
+    (``question``'s tuple, or the reply it already is: loading, error)."""
+    if isinstance(first, bytes):
+        return first
+    key, vecs, qv, top = first
     return packed(key, vecs, qv, top, candidates)
 
 
-def _peer_uid(conn):
+def handle(indexes, lines, read_more=None):
+    """The reply (bytes) for one socket request: ``ping``, or ``ask``
+    (index path, the text).  A question is answered in two steps: the
+    helper encodes the text and finds the encoder's top (``question``) on
+    one core while the client runs BM25 on the other; ``read_more()`` then
+    waits for the client's second frame, its candidates, and only their
+    cosines are left to compute.  (The top used to wait for the
+    candidates, to have both cores once the client waited: at 20,000
+    skills the client then waited for it, 3 ms longer end to end,
+    measured interleaved.)"""
+    op = lines[0] if lines else ""
+    if op == "ping":
+        return ("ok\npid %d\nindexes %d" % (os.getpid(), len(indexes.ready))).encode()
+    if op != client.ASK or len(lines) < 3:
+        return b"error\nbad request"
+    first = question(indexes, lines[1], "\n".join(lines[2:]))
+    if isinstance(first, bytes):
+        return first
+    return answer(first, client.parse_candidates(read_more()) if read_more is not None else [])
+
+
+class Questions:
+    """The question FIFO's reading end.  Every client writes each message
+    whole, at most ``client.PIPE_BUF`` bytes, so a read finds whole
+    messages only; anything else (a part, an oversized or foreign frame)
+    is dropped, with one log line."""
+
+    def __init__(self, fd, log):
+        self.fd, self.log = fd, log
+
+    def read(self):
+        """The messages now in the FIFO: ``("ask", id, (index path, text))``
+        and ``("cands", id, [skill numbers])``."""
+        chunks = []
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                break
+            chunks.append(data)
+            if len(data) < 1 << 16:
+                break
+        buf = b"".join(chunks)
+        out = []
+        while buf:
+            n = int.from_bytes(buf[4:8], "little")
+            if len(buf) < 8 + n or buf[:4] != client.MAGIC or n > client.PIPE_BUF:
+                self.log("dropped %d bytes from the question FIFO: not a whole question" % len(buf))
+                break
+            lines = buf[8:8 + n].decode("utf-8", "replace").split("\n")
+            buf = buf[8 + n:]
+            try:
+                if len(lines) < 3 or not client.valid_id(lines[1]):
+                    raise ValueError
+                if lines[0] == client.ASK and len(lines) >= 4:
+                    out.append((client.ASK, lines[1], (lines[2], "\n".join(lines[3:]))))
+                elif lines[0] == client.CANDS:
+                    out.append((client.CANDS, lines[1], client.parse_candidates(lines[2])))
+                else:
+                    raise ValueError
+            except ValueError:
+                self.log("dropped a message from the question FIFO: not a question or candidates")
+        return out
+
+
+class off_cpu_of:
+    """While the helper works on a question, keep it off the CPU its
+    client runs on.  The client's message wakes the helper with a "sync"
+    wakeup, which places it on the client's CPU when the client runs
+    alone there, and the helper, having slept, preempts it: the client
+    stalled for the whole encode (3 to 7 ms) while the other core idled,
+    in 8 of 12 runs here.  Leaving that CPU out of the helper's affinity
+    moves the helper to another core at once; the affinity is restored
+    after.  A no-op on one core or when the client's CPU is unknown."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.saved = None
+
+    def __enter__(self):
+        try:
+            mine = os.sched_getaffinity(0)
+            with open("/proc/%d/stat" % self.pid, "rb") as f:
+                cpu = int(f.read().rsplit(b")", 1)[1].split()[36])  # field 39: the CPU it last ran on
+            if cpu in mine and len(mine) > 1:
+                os.sched_setaffinity(0, mine - {cpu})
+                self.saved = mine
+        except (OSError, ValueError, IndexError, AttributeError):
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            try:
+                os.sched_setaffinity(0, self.saved)
+            except OSError:
+                pass
+        return False
+
+
+def _peer(conn):
+    """``(pid, uid)`` of the process at the other end of ``conn``."""
     import socket
     import struct
     raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", raw)[1]
+    return struct.unpack("3i", raw)[:2]
 
 
 def serve(sock_path=None, idle=None, log=None, warm=True):
     """Run the helper until it idles out or is stopped.  Returns 0, or 3
     when another helper already holds the lock."""
     import fcntl
+    import select
     import socket
     sock_path = sock_path or client.socket_path()
     idle = idle_seconds() if idle is None else idle
@@ -229,19 +400,34 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
     os.ftruncate(lock_fd, 0)
     os.write(lock_fd, b"%d\n" % os.getpid())
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fifo, fifo_fd, fifo_ino = client.fifo_path(sock_path), -1, None
     try:
-        try:
-            os.unlink(sock_path)  # a dead helper's socket: we hold the lock
-        except FileNotFoundError:
-            pass
+        # A dead helper's socket and FIFOs, and its clients' reply FIFOs:
+        # we hold the lock, and no question is pending before we listen.
+        for stale in [sock_path, fifo] + [folder + "/" + n for n in os.listdir(folder)
+                                          if n.startswith(client.REPLY_PREFIX)]:
+            _unlink(stale)
         old = os.umask(0o177)  # created 0600: no window where others can connect
         try:
             srv.bind(sock_path)
+            try:
+                os.mkfifo(fifo, 0o600)
+                # Read and write: the FIFO never reads as closed between clients.
+                fifo_fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+                fifo_ino = os.fstat(fifo_fd).st_ino
+            except OSError as exc:
+                log("no question FIFO (%s): questions come over the socket" % exc)
         finally:
             os.umask(old)
         os.chmod(sock_path, 0o600)
         srv.listen(16)
+        srv.setblocking(False)
         ino = os.stat(sock_path).st_ino
+        questions, early = Questions(fifo_fd, log), Early(folder)
+        poller = select.poll()
+        if fifo_fd >= 0:
+            poller.register(fifo_fd, select.POLLIN)
+        poller.register(srv.fileno(), select.POLLIN)
         indexes = Indexes(log)
         if warm:
             threading.Thread(target=_warm, args=(log,), daemon=True).start()
@@ -253,10 +439,8 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
             left = idle - (time.monotonic() - last)
             if left <= 0:
                 break
-            srv.settimeout(min(left, 5.0))
-            try:
-                conn, _ = srv.accept()
-            except socket.timeout:
+            ready = [fd for fd, _ in poller.poll(min(left, 5.0) * 1000.0)]
+            if not ready:
                 try:
                     if os.stat(sock_path).st_ino != ino:
                         reason = "socket replaced"
@@ -266,10 +450,30 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
                     break
                 continue
             last = time.monotonic()
+            if fifo_fd in ready:
+                for op, qid, arg in questions.read():
+                    try:
+                        if op == client.ASK:
+                            with off_cpu_of(int(qid.partition("-")[0])):
+                                early.put(qid, question(indexes, *arg))
+                        else:
+                            first = early.take(qid)
+                            send_reply(folder, qid, b"error\nunknown question" if first is None
+                                       else answer(first, arg))
+                    except Exception as exc:
+                        log("question failed: %s: %s" % (type(exc).__name__, exc))
+                        send_reply(folder, qid, b"error\nquestion failed")
+            if srv.fileno() not in ready:
+                continue
+            try:
+                conn, _ = srv.accept()
+            except (BlockingIOError, InterruptedError):
+                continue
             with conn:
                 try:
                     conn.settimeout(2.0)
-                    if _peer_uid(conn) != me:
+                    pid, uid = _peer(conn)
+                    if uid != me:
                         log("refused a connection from another user")
                         continue
                     lines = client.read_frame(conn).decode("utf-8", "replace").split("\n")
@@ -277,7 +481,9 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
                         conn.sendall(client.frame(b"ok\nstopping"))
                         reason = "asked to stop"
                         break
-                    conn.sendall(client.frame(handle(indexes, lines, lambda: client.read_frame(conn))))
+                    with off_cpu_of(pid):
+                        reply = handle(indexes, lines, lambda: client.read_frame(conn))
+                    conn.sendall(client.frame(reply))
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (its deadline): normal
                 except Exception as exc:
@@ -289,6 +495,13 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
             if os.stat(sock_path).st_ino == ino:
                 os.unlink(sock_path)
         except (OSError, UnboundLocalError):
+            pass
+        if fifo_fd >= 0:
+            os.close(fifo_fd)
+        try:
+            if fifo_ino is not None and os.stat(fifo).st_ino == fifo_ino:
+                os.unlink(fifo)
+        except OSError:
             pass
         os.close(lock_fd)
     return 0
