@@ -51,17 +51,23 @@ def count(vecs):
     return len(vecs[0]) if len(vecs) == 1 else len(vecs[1])
 
 
-def top(vecs, qv, n):
-    """The ``n`` skill numbers with the highest cosine with ``qv`` (a unit
-    float32 vector), as the whole product ranks them; numpy ints."""
+def turn(vecs, qv):
+    """The question's vector ``qv`` (unit float32) in the basis ``vecs``
+    are kept in (rotated for a split library): what ``top`` and ``at``
+    take, computed once per question."""
+    return qv if len(vecs) == 1 else qv @ vecs[0]
+
+
+def top(vecs, q, n):
+    """The ``n`` skill numbers with the highest cosine with the question
+    (``q``, from ``turn``), as the whole product ranks them; numpy ints."""
     import numpy as np
     if len(vecs) == 1:
-        allc = vecs[0] @ qv
+        allc = vecs[0] @ q
         return np.argpartition(-allc, n)[:n] if len(allc) > n else np.arange(len(allc))
-    rot, heads, rests, lengths = vecs
+    _, heads, rests, lengths = vecs
     if len(heads) <= n:
         return np.arange(len(heads))
-    q = qv @ rot
     q1, q2 = q[:HEAD_DIMS], q[HEAD_DIMS:]
     part = heads @ q1
     bound = part + (lengths * float(np.sqrt(q2 @ q2)) + _SLACK)
@@ -80,10 +86,10 @@ def top(vecs, qv, n):
     return ids[np.argpartition(-whole, n - 1)[:n]]
 
 
-def at(vecs, qv, ids):
-    """Cosines of ``qv`` with the skills numbered ``ids``."""
+def at(vecs, q, ids):
+    """Cosines of the question (``q``, from ``turn``) with the skills
+    numbered ``ids``."""
     if len(vecs) == 1:
-        return vecs[0][ids] @ qv
-    rot, heads, rests, _ = vecs
-    q = qv @ rot
+        return vecs[0][ids] @ q
+    _, heads, rests, _ = vecs
     return heads[ids] @ q[:HEAD_DIMS] + rests[ids] @ q[HEAD_DIMS:]

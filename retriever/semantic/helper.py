@@ -139,11 +139,12 @@ class Indexes:
                     del self.loading[path]
 
 
-def top_of(vecs, qv, n=None):
+def top_of(vecs, q, n=None):
     """The encoder's top ``n`` skill numbers for the question's vector
-    ``qv``, over ``vecs`` from ``dense.prepare`` (exact: dense.py)."""
+    ``q`` (``dense.turn``), over ``vecs`` from ``dense.prepare`` (exact:
+    dense.py)."""
     from retriever.semantic import dense, fuse
-    return dense.top(vecs, qv, n or fuse.DENSE_POOL)
+    return dense.top(vecs, q, n or fuse.DENSE_POOL)
 
 
 def _listed(vecs, top, candidates):
@@ -158,12 +159,12 @@ def cosines(vecs, text, candidates, n=None):
     """``{skill number: cosine}`` for ``candidates`` and the encoder's own
     top ``n`` skills (the in-process provider's answer)."""
     from retriever.semantic import dense, embed
-    qv = embed.encode_query(text)
-    ids = _listed(vecs, top_of(vecs, qv, n), candidates)
-    return dict(zip(ids, dense.at(vecs, qv, ids).tolist())) if ids else {}
+    q = dense.turn(vecs, embed.encode_query(text))
+    ids = _listed(vecs, top_of(vecs, q, n), candidates)
+    return dict(zip(ids, dense.at(vecs, q, ids).tolist())) if ids else {}
 
 
-def packed(key, vecs, qv, top, candidates):
+def packed(key, vecs, q, top, candidates):
     """The helper's reply to a question (``client.parse``): ``ok``, the
     index build ``key`` it is about, the skill numbers it covers (the
     encoder's top, then the client's candidates), and their cosines, one
@@ -171,7 +172,7 @@ def packed(key, vecs, qv, top, candidates):
     import numpy as np
     from retriever.semantic import dense
     ids = _listed(vecs, top, candidates)
-    cos = dense.at(vecs, qv, ids) if ids else np.zeros(0, dtype=np.float32)
+    cos = dense.at(vecs, q, ids) if ids else np.zeros(0, dtype=np.float32)
     blob = np.rint(np.clip(cos, -1.0, 1.0) * client.SCALE).astype("<i2").tobytes()
     head = "ok\n%s\n%s\n" % (key, " ".join(map(str, ids)))
     return head.encode("utf-8", "surrogateescape") + blob
@@ -179,9 +180,10 @@ def packed(key, vecs, qv, top, candidates):
 
 def question(indexes, path, text):
     """The first half of an answer: ``(build key, vectors, question
-    vector, encoder's top)`` for ``text`` about the index file ``path``,
-    or the reply (bytes) when it cannot be answered now (loading, error)."""
-    from retriever.semantic import embed
+    vector as ``dense.turn`` gives it, encoder's top)`` for ``text`` about
+    the index file ``path``, or the reply (bytes) when it cannot be
+    answered now (loading, error)."""
+    from retriever.semantic import dense, embed
     try:
         got = indexes.get_file(path)
     except OSError as exc:
@@ -192,8 +194,8 @@ def question(indexes, path, text):
         # The warm-up thread is still loading it: never block the accept loop.
         return b"pending\nthe model is loading"
     key, _, vecs = got
-    qv = embed.encode_query(text)
-    return key, vecs, qv, top_of(vecs, qv)
+    q = dense.turn(vecs, embed.encode_query(text))
+    return key, vecs, q, top_of(vecs, q)
 
 
 class Early:
@@ -265,8 +267,8 @@ def answer(first, candidates):
     (``question``'s tuple, or the reply it already is: loading, error)."""
     if isinstance(first, bytes):
         return first
-    key, vecs, qv, top = first
-    return packed(key, vecs, qv, top, candidates)
+    key, vecs, q, top = first
+    return packed(key, vecs, q, top, candidates)
 
 
 def handle(indexes, lines, read_more=None):
