@@ -2,11 +2,12 @@
 
 One process per user holds the sentence encoder (loaded once) and the
 skill vectors of every index it is asked about, and answers the
-per-prompt clients' requests for cosines over a Unix socket:
+per-prompt clients' requests for cosines through FIFOs (a Unix socket
+for long questions, older clients and control):
 
-- the socket is mode 0600 in a 0700 folder of the user's runtime (or
-  cache) folder, and every connection's peer uid is checked
-  (``SO_PEERCRED``): only the user can reach it;
+- the socket and the FIFOs are mode 0600 in a 0700 folder of the user's
+  runtime (or cache) folder, and every socket connection's peer uid is
+  checked (``SO_PEERCRED``): only the user can reach it;
 - it never runs twice: an exclusive ``flock`` on ``semantic.lock``;
 - it picks up index changes: a request names an index file, whose
   ``stat`` tells when it was rebuilt, and a rebuilt one is reloaded
