@@ -79,6 +79,9 @@ PARALLEL_MIN = 400
 # less than the fork costs.
 DEAL_FORK_MIN = 1500
 _PROFILE = {}  # the profile analyse_file works under (set before forking workers)
+# In a pool worker (``_worker_start``): its own term numbers, and how many
+# of its terms its parent has been sent.
+_WORKER = {}
 
 
 def analyse_file(job):
@@ -86,7 +89,9 @@ def analyse_file(job):
 
     Returns the reuse-store entry ``(stamp, id, name, description, vis,
     problems, malformed, path, lengths, groups)``, its groups as
-    ``index.pack`` leaves them (``index.encode`` numbers them, into
+    ``index.pack`` leaves them, or in a pool worker as
+    ``index.pack_numbered`` does plus the worker's id and its new terms
+    (``_numbered`` numbers either in the parent's terms, into
     ``(pairs, data)``); for a file the index
     leaves out, ``(stamp, kind, problems)`` (kind as skills.read_skill
     says), with a stamp of None when it cannot be read (nothing is stored
@@ -100,10 +105,46 @@ def analyse_file(job):
     if kind != "ok":
         return (None if kind == "unreadable" else _stamp(job)), kind, tuple(problems)
     lengths, groups = index.doc_terms(rec, _PROFILE["profile"])
-    # One string per skill: a worker's result crosses a pipe (pickled).
-    lengths, packed = index.pack((lengths, groups))
+    w = _WORKER
+    if w:
+        # A worker's result crosses a pipe (pickled): its term numbers as
+        # one bytes object, the terms it meets for the first time as one
+        # string, and its pid (which numbers they are).
+        lengths, packed = index.pack_numbered((lengths, groups), w["ids"])
+        terms = w["terms"]
+        packed += (w["pid"], "\n".join(terms[w["sent"]:]))
+        w["sent"] = len(terms)
+    else:
+        lengths, packed = index.pack((lengths, groups))
     return (_stamp(job), rec["id"], rec["name"], rec["description"], rec["vis"], tuple(problems), malformed,
             rec["path"], lengths, packed)
+
+
+def _worker_start():
+    """Pool initializer: this worker numbers its terms itself (see
+    ``index.pack_numbered``)."""
+    terms = []
+    # The pid and a random part: a worker that replaces a dead one may get its pid.
+    _WORKER.update(pid="%d-%s" % (os.getpid(), os.urandom(6).hex()), terms=terms,
+                   ids=index.term_ids(terms), sent=0)
+
+
+def _numbered(e, ids, workers):
+    """``e``'s ``(lengths, (pairs, data))`` in the parent's term numbers
+    ``ids``: from a worker's own numbers, through that worker's table in
+    ``workers`` (its results come in the order it made them, so the terms
+    it met first in a result are known before its later ones), or from
+    term strings (``index.encode``)."""
+    packed = e[9]
+    if len(packed) != 5:
+        return index.encode(e[8:10], ids)
+    vecs, sizes, numbers, pid, new = packed
+    mine = workers.get(pid)
+    if mine is None:
+        mine = workers[pid] = []
+    if new:
+        mine += map(ids.__getitem__, new.split("\n"))
+    return index.renumber(e[8], vecs, sizes, numbers, mine)
 
 
 def _stamp(job):
@@ -136,7 +177,7 @@ def _analyse(jobs, todo):
     import multiprocessing
     frontmatter.yaml_available()  # imported before the fork, not in each worker
     # fork: the workers inherit the loaded modules and _PROFILE at no cost.
-    with multiprocessing.get_context("fork").Pool(min(ncpu, 4)) as pool:
+    with multiprocessing.get_context("fork").Pool(min(ncpu, 4), _worker_start) as pool:
         for i, res in zip(todo, pool.imap(analyse_file, [jobs[i] for i in todo], chunksize=64)):
             yield i, res
 
@@ -224,16 +265,17 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, 
         ids = index.term_ids(vocab)
         vecs = {}
         vset = vecs.setdefault
+        workers = {}
         for n, (i, e) in enumerate(_analyse(jobs, todo), 1):
             if len(e) == 10:
-                lengths, (pairs, data) = index.encode(e[8:10], ids)
+                lengths, (pairs, data) = _numbered(e, ids, workers)
                 # Share equal (counts, size) tuples across skills (tens of
                 # thousands of distinct ones for millions of groups).
                 e = e[:8] + (lengths, (tuple(map(vset, pairs, pairs)), data))
             results[i] = e
             if progress is not None and not n & 63:
                 progress(reused + n, 0)
-        del ids, vecs
+        del ids, vecs, workers
 
     recs, problems, counts = skills.select(
         scope["roots"], jobs,
