@@ -129,22 +129,38 @@ def _worker_start():
                    ids=index.term_ids(terms), sent=0)
 
 
+def _learn(e, workers, shared):
+    """Note the terms a worker met first in its result ``e`` (in
+    ``workers``: its terms, in its numbering), as results arrive: a
+    worker's results arrive in the order it made them.  Returns ``e``
+    to be numbered later (``_numbered``), its count vectors and new terms
+    shared through the dict ``shared`` (each result unpickled its own: 3 KB
+    a skill, held until numbering) and its new terms dropped."""
+    if len(e) != 10 or len(e[9]) != 5:
+        return e
+    vecs, sizes, numbers, wid, new = e[9]
+    vset = shared.setdefault
+    mine = workers.get(wid)
+    if mine is None:
+        mine = workers[wid] = []
+    if new:
+        # One string object per term for every worker's list (a million
+        # terms at 100k skills): the workers meet mostly the same terms.
+        new = new.split("\n")
+        mine += map(vset, new, new)
+    return e[:9] + ((list(map(vset, vecs, vecs)), sizes, numbers, wid, ""),)
+
+
 def _numbered(e, ids, workers):
-    """``e``'s ``(lengths, (pairs, data))`` in the parent's term numbers
-    ``ids``: from a worker's own numbers, through that worker's table in
-    ``workers`` (its results come in the order it made them, so the terms
-    it met first in a result are known before its later ones), or from
-    term strings (``index.encode``)."""
+    """``e``'s ``(lengths, (pairs, data))`` in the build's term numbers
+    ``ids``: from a worker's own numbers through its terms in ``workers``
+    (``_learn``), or from term strings (``index.encode``).  Called in job
+    order, so terms are numbered as a build in one process numbers them."""
     packed = e[9]
     if len(packed) != 5:
         return index.encode(e[8:10], ids)
-    vecs, sizes, numbers, pid, new = packed
-    mine = workers.get(pid)
-    if mine is None:
-        mine = workers[pid] = []
-    if new:
-        mine += map(ids.__getitem__, new.split("\n"))
-    return index.renumber(e[8], vecs, sizes, numbers, mine)
+    vecs, sizes, numbers, wid, _ = packed
+    return index.renumber(e[8], vecs, sizes, numbers, workers[wid], ids)
 
 
 def _stamp(job):
@@ -174,12 +190,65 @@ def _analyse(jobs, todo):
         for i in todo:
             yield i, analyse_file(jobs[i])
         return
+    for i, (_, res) in zip(todo, _pooled(jobs[i] for i in todo)):
+        yield i, res
+
+
+def _analyse_walking(found, stats, learn, walked, progress):
+    """Analyse the SKILL.md files ``found`` yields (``discover.walking``)
+    while the walk goes on: ``{(root path, md): learn(analyse_file
+    result)}``.  The walk runs in the pool's task thread, feeding the
+    workers as it finds files, so a build no longer walks first and
+    analyses after (at 100k skills a cold walk takes 12 s, against 3
+    warm).  ``walked()`` is called in this thread as soon as the walk is
+    done (the caller then lets its results go).  Nothing is analysed here
+    (``{}``) when the walk finds under PARALLEL_MIN files or the build may
+    not fork: the caller analyses the jobs as usual.  A file reached
+    twice may be analysed twice; the caller keeps the result of the job
+    ``skills.scan`` keeps."""
+    from itertools import chain, islice
+    done = []
+
+    def jobs(items):
+        # skills.scan's jobs, as the walk finds them.
+        for root, skill_dir, md in items:
+            max_depth = root.get("max_depth")
+            if max_depth is not None and skills.depth(root["path"], skill_dir) > max_depth:
+                continue
+            st = stats.get(md)
+            if st is not None:
+                yield root, skill_dir, md, (st.st_size, st.st_mtime_ns, st.st_ino)
+        done.append(True)  # set in the task thread once the walk is over
+    head = list(islice(jobs(found), PARALLEL_MIN))
+    if len(head) < PARALLEL_MIN or can_fork() < 2:
+        return {}
+    early = {}
+    for n, (job, e) in enumerate(_pooled(chain(head, jobs(found))), 1):
+        early[(job[0]["path"], job[2])] = learn(e)
+        if done and done.pop():
+            walked()
+        if progress is not None and not n & 63:
+            progress(n, 0)
+    return early
+
+
+def _pooled(jobs):
+    """``(job, analyse_file(job))`` for each of the iterable ``jobs``, in
+    order, analysed in worker processes (one per core, at most 4); the
+    iterable is read in the pool's task thread as the workers need it."""
     import multiprocessing
     frontmatter.yaml_available()  # imported before the fork, not in each worker
+    kept = []
+
+    def keep(items):
+        for job in items:
+            kept.append(job)
+            yield job
     # fork: the workers inherit the loaded modules and _PROFILE at no cost.
-    with multiprocessing.get_context("fork").Pool(min(ncpu, 4), _worker_start) as pool:
-        for i, res in zip(todo, pool.imap(analyse_file, [jobs[i] for i in todo], chunksize=64)):
-            yield i, res
+    with multiprocessing.get_context("fork").Pool(min(can_fork(), 4), _worker_start) as pool:
+        for n, res in enumerate(pool.imap(analyse_file, keep(jobs), chunksize=64)):
+            yield kept[n], res
+            kept[n] = None
 
 
 def build(scope, index_path, profile="default", warn=None, memory=None, verbose=False, progress=None):
@@ -206,20 +275,13 @@ def build(scope, index_path, profile="default", warn=None, memory=None, verbose=
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        skipped = []
-        stats = {}  # each SKILL.md stat once, by the walk
-        walked = discover.walk_roots(scope["roots"], skipped, stats)
-        args = (scope, index_path, profile, warn, memory, verbose, progress, walked, stats, skipped, t0)
+        args = (scope, index_path, profile, warn, memory, verbose, progress, t0)
         try:
             return _build(*args, use_store=True)
         except _StoreDamaged as exc:
             # Checked and keyed, yet unusable: never trust it, build from
             # scratch (walking again: _build let the first walk go).
             locate.log("reuse store of %s unusable (%s); full build" % (index_path, exc))
-            skipped = []
-            stats = {}
-            walked = discover.walk_roots(scope["roots"], skipped, stats)
-            args = (scope, index_path, profile, warn, memory, verbose, progress, walked, stats, skipped, t0)
             return _build(*args, use_store=False)
     finally:
         if was_enabled:
@@ -230,52 +292,83 @@ class _StoreDamaged(Exception):
     """Reused entries did not fit together (see build)."""
 
 
-def _build(scope, index_path, profile, warn, memory, verbose, progress, walked, stats, skipped, t0, use_store):
-    sig = signature(scope, walked, stats)
+def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_store):
     prof = index.PROFILES[profile]
     _PROFILE["profile"] = prof
     store_path = reuse.path_for(index_path)
     store_key = reuse.key(prof)
     vocab, old, layout = reuse.load(store_path, store_key) if use_store else ([], {}, None)
+    ids = index.term_ids(vocab)
+    vecs = {}
+    vset = vecs.setdefault
+    workers = {}
 
-    jobs = skills.scan(scope["roots"], walked, stats)
-    # The walk's stat results are no longer needed (jobs keep size, mtime
-    # and inode): at 100k skills they held over 100 MB through the build.
-    walked.clear()
-    stats.clear()
+    shared = {}
+    skipped = []
+    stats = {}  # each SKILL.md stat once, by the walk
+    walked = {}
+    found = discover.walking(scope["roots"], skipped, stats, walked)
+    scanned = []
+
+    def scan():
+        # Once the walk is over: its signature and jobs.  Its stat results
+        # are then let go (jobs keep size, mtime and inode): at 100k skills
+        # they held over 100 MB.
+        scanned.append((signature(scope, walked, stats), skills.scan(scope["roots"], walked, stats)))
+        walked.clear()
+        stats.clear()
+    # Nothing to reuse (a first build, or the store unusable): each file is
+    # analysed as the walk finds it, the walk going on meanwhile.
+    early = _analyse_walking(found, stats, lambda e: _learn(e, workers, shared), scan, progress) \
+        if not old else {}
+    if not scanned:
+        for _ in found:
+            pass  # the rest of the walk (all of it when nothing was analysed early)
+        scan()
+    sig, jobs = scanned.pop()
     results = [None] * len(jobs)
     todo = []
     root_keys = {}  # the stamp's root part, once per root
+    reused = done = 0  # taken from the store, analysed while walking
+    fresh = []  # results to number: analysed in this build
     for i, job in enumerate(jobs):
         e = old.get(job[2])
-        if e is None:
-            todo.append(i)
-            continue
+        stored = e is not None
+        if not stored:
+            e = early.get((job[0]["path"], job[2]))
+            if e is None:
+                todo.append(i)
+                continue
         rk = root_keys.get(job[0]["path"])
         if rk is None:
             rk = root_keys[job[0]["path"]] = _stamp(job)[1]
         if e[0] == (job[3], rk):
             results[i] = e
+            if stored:
+                reused += 1
+            else:
+                done += 1
+                fresh.append(i)
         else:
             todo.append(i)
-    reused = len(jobs) - len(todo)
+    early.clear()
     if progress is not None:
-        progress(reused, 0)
+        progress(reused + done, 0)
     if todo:
-        ids = index.term_ids(vocab)
-        vecs = {}
-        vset = vecs.setdefault
-        workers = {}
         for n, (i, e) in enumerate(_analyse(jobs, todo), 1):
-            if len(e) == 10:
-                lengths, (pairs, data) = _numbered(e, ids, workers)
-                # Share equal (counts, size) tuples across skills (tens of
-                # thousands of distinct ones for millions of groups).
-                e = e[:8] + (lengths, (tuple(map(vset, pairs, pairs)), data))
-            results[i] = e
+            results[i] = _learn(e, workers, shared)
             if progress is not None and not n & 63:
-                progress(reused + n, 0)
-        del ids, vecs, workers
+                progress(reused + done + n, 0)
+        fresh = sorted(fresh + todo)
+    # Numbered in job order, as one process numbers them; equal (counts,
+    # size) tuples shared across skills (tens of thousands of distinct ones
+    # for millions of groups).
+    for i in fresh:
+        e = results[i]
+        if len(e) == 10:
+            lengths, (pairs, data) = _numbered(e, ids, workers)
+            results[i] = e[:8] + (lengths, (tuple(map(vset, pairs, pairs)), data))
+    del ids, vecs, workers, fresh, shared
 
     recs, problems, counts = skills.select(
         scope["roots"], jobs,

@@ -81,7 +81,17 @@ PATH_MAX = 4096
 
 
 def walk_skill_files(root, problems=None, inside=None, stats=None):
-    """Yield ``(skill_dir, skill_md_path)`` below ``root``, sorted by path.
+    """``[(skill_dir, skill_md_path)]`` below ``root``, sorted by path
+    (``iter_skill_files``, sorted)."""
+    found = list(iter_skill_files(root, problems, inside, stats))
+    found.sort()
+    return found
+
+
+def iter_skill_files(root, problems=None, inside=None, stats=None):
+    """Yield ``(skill_dir, skill_md_path)`` below ``root`` as the walk
+    finds them (in no set order: a cold build analyses each file while
+    the walk goes on).
 
     A symlinked folder is followed only when its target lies inside
     ``root`` (or one of the real paths in ``inside``: the build's other
@@ -97,7 +107,6 @@ def walk_skill_files(root, problems=None, inside=None, stats=None):
     """
     report = problems.append if problems is not None else (lambda item: None)
     inside = [os.path.realpath(root)] + [p for p in (inside or ()) if p]
-    found = []
     seen = set()
     stack = [(root, 0, False)]
     push = stack.append
@@ -147,7 +156,7 @@ def walk_skill_files(root, problems=None, inside=None, stats=None):
             elif not leaf and name not in EXCLUDED_DIRS:
                 subdirs.append(e)
         if has_skill:
-            found.append((d, has_skill))  # the SKILL.md entry's path
+            yield d, has_skill  # the SKILL.md entry's path
         if not subdirs:
             continue
         depth += 1
@@ -174,8 +183,6 @@ def walk_skill_files(root, problems=None, inside=None, stats=None):
             else:
                 report((e.path, "symlink to %s, outside the skill roots and not a skill folder; "
                                 "not followed" % target))
-    found.sort()
-    return found
 
 
 def _kind(entry):
@@ -222,8 +229,23 @@ def walk_roots(roots, problems=None, stats=None):
     and shared by the manifest and the collection; a symlink from one root
     into another is followed.  What was skipped goes to ``problems``, the
     files' stat results to ``stats`` (see walk_skill_files)."""
+    walked = {}
+    for _ in walking(roots, problems, stats, walked):
+        pass
+    return walked
+
+
+def walking(roots, problems, stats, walked):
+    """``walk_roots`` into the dict ``walked`` (each root's list sorted
+    once its walk is done), yielding ``(root, skill_dir, skill_md_path)``
+    for each SKILL.md as the walk finds it."""
     inside = [os.path.realpath(r["path"]) for r in roots]
-    return {r["path"]: walk_skill_files(r["path"], problems, inside, stats) for r in roots}
+    for r in roots:
+        found = walked[r["path"]] = []
+        for item in iter_skill_files(r["path"], problems, inside, stats):
+            found.append(item)
+            yield (r,) + item
+        found.sort()
 
 
 def manifest(roots, extra_files=(), walked=None, stats=None):

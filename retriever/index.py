@@ -178,11 +178,11 @@ def pack(analysis):
 def pack_numbered(analysis, ids):
     """A ``doc_terms`` result as a pool worker sends it: ``(lengths,
     (count vectors, group sizes, term numbers))``, the numbers uint32
-    bytes from the worker's own ``term_ids`` table ``ids``.  The worker
-    numbers its terms because its strings are the analyzer's cached ones,
-    their hashes computed already: the parent numbering the strings of a
-    ``pack`` hashes each anew (at 20k skills, 3 s of the parent's 9 s of
-    CPU).  The parent maps the numbers to its own (``renumber``)."""
+    bytes from the worker's own ``term_ids`` table ``ids``.  Its strings
+    then cross the pipe once per worker, not once per skill, and are
+    hashed once in the parent: the parent numbering each skill's joined
+    terms hashed every one anew (at 20k skills, 3 s of the parent's 9 s
+    of CPU).  ``renumber`` maps the numbers back to terms."""
     from array import array
     from itertools import chain
     lengths, groups = analysis
@@ -190,13 +190,14 @@ def pack_numbered(analysis, ids):
                      array("I", map(ids.__getitem__, chain.from_iterable(ts for _, ts in groups))).tobytes())
 
 
-def renumber(lengths, vecs, sizes, numbers, mine):
-    """A ``pack_numbered`` result in the form ``encode`` gives, its term
-    numbers mapped through ``mine`` (the worker's number -> the parent's)."""
+def renumber(lengths, vecs, sizes, numbers, terms, ids):
+    """A ``pack_numbered`` result in the form ``encode`` gives: its term
+    numbers are places in ``terms`` (the worker's terms, in its order),
+    numbered in ``ids`` (see ``term_ids``)."""
     from array import array
     local = array("I")
     local.frombytes(numbers)
-    return lengths, (tuple(zip(vecs, sizes)), array("I", map(mine.__getitem__, local)).tobytes())
+    return lengths, (tuple(zip(vecs, sizes)), array("I", map(ids.__getitem__, map(terms.__getitem__, local))).tobytes())
 
 
 def encode(analysis, ids):

@@ -61,7 +61,7 @@ TABLE = {
         "milliseconds a query waits for the warm helper before answering BM25 only"),
     "SKILL_RETRIEVAL_SEMANTIC_SOCKET": (
         "text", "", None, None, "$XDG_RUNTIME_DIR/skill-retrieval/semantic.sock",
-        "the warm helper's Unix socket (default: the runtime folder, else the cache folder)"),
+        "the warm helper's Unix socket; its question FIFO `semantic.ask` and the reply FIFOs sit in the same folder (default: the runtime folder, else the cache folder)"),
     "SKILL_RETRIEVAL_RERANK": (
         "choice", "", ("jev",), None, "off",
         "jev turns on the optional LLM rerank of the shortlist"),

@@ -57,7 +57,8 @@ def _visibility(meta):
     return vis or None
 
 
-def _depth(root, skill_dir):
+def depth(root, skill_dir):
+    """How many folders below ``root`` ``skill_dir`` is (0: the root itself)."""
     rel = os.path.relpath(skill_dir, root)
     return 0 if rel == "." else rel.count(os.sep) + 1
 
@@ -100,7 +101,7 @@ def scan(roots, walked=None, stats=None):
         max_depth = root.get("max_depth")
         found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
         for skill_dir, md in found:
-            if max_depth is not None and _depth(root["path"], skill_dir) > max_depth:
+            if max_depth is not None and depth(root["path"], skill_dir) > max_depth:
                 continue  # the runner never looks that deep
             try:
                 st = stats.get(md) or os.stat(md)

@@ -291,6 +291,47 @@ def test_a_build_parsed_in_worker_processes_equals_one_parsed_in_process(tmp_pat
     assert header["reused"] == n - 1 and header["updated"]
 
 
+def test_a_first_build_analysing_while_it_walks_equals_one_that_walks_first(tmp_path, monkeypatch):
+    # A first build hands each SKILL.md to the workers as the walk finds it
+    # (in no set order); duplicates reached through a symlinked folder and
+    # through a second root, and skills below a root's max_depth, must come
+    # out exactly as a build that walks first and parses in process.
+    from retriever import build as build_mod
+    if build_mod.can_fork() < 2:
+        pytest.skip("one core: the build never starts workers here")
+    root = tmp_path / "skills"
+    n = build_mod.PARALLEL_MIN + 60
+    for i in range(n):
+        make_skill(root, "c%d/d%d/s%03d" % (i % 7, i % 3, i),
+                   {"name": "s%03d" % i, "description": "handles %s files, case %d" % (("pdf", "csv", "log")[i % 3], i)},
+                   body="Steps for case %d. " % i + "word%d " % (i % 50) * (i % 5))
+    (root / "linked").symlink_to(root / "c1" / "d1" / "s001")  # a skill folder linked in twice
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "c2").symlink_to(root / "c2")  # a second root holding a link into the first
+    make_skill(other, "own/extra", {"name": "extra", "description": "the second root's own skill"})
+    scope = build_mod.resolve([str(root), str(other)], use_config=False)
+    scope["roots"][1]["max_depth"] = 2  # its deeper skills are left out
+    walking, serial = str(tmp_path / "w" / "i.skr"), str(tmp_path / "s" / "i.skr")
+    early = []
+    real = build_mod._analyse_walking
+
+    def spy(*a):
+        got = real(*a)
+        early.append(len(got))
+        return got
+    monkeypatch.setattr(build_mod, "_analyse_walking", spy)
+    header, problems = build_mod.build(scope, walking)
+    assert early[0] > n  # every file, the linked ones again
+    monkeypatch.setattr(build_mod, "PARALLEL_MIN", 10 * n)
+    header2, problems2 = build_mod.build(scope, serial)
+    assert early[1] == 0
+    assert index_bytes(pathlib.Path(walking)) == index_bytes(pathlib.Path(serial))
+    assert header["n_docs"] == header2["n_docs"] and sorted(problems) == sorted(problems2)
+    key = reuse.key(index_mod.PROFILES["default"])
+    assert reuse.load(reuse.path_for(walking), key) == reuse.load(reuse.path_for(serial), key)
+
+
 def test_answers_follow_the_edit(tmp_path, cli_env):
     root = tmp_path / "skills"
     library(root)
