@@ -164,27 +164,35 @@ def valid_id(qid):
     return bool(dash) and pid.isdigit() and len(rand) == 12 and all(c in "0123456789abcdef" for c in rand)
 
 
-def post(path, payload):
-    """Write one framed message to the helper's question FIFO at ``path``
-    with ``posix`` only: True when it went out whole.  False when there is
-    no FIFO (no helper, or an older one), nobody reads it (ENXIO: the
-    helper is gone), it is not the user's own FIFO, the pipe is full, or
-    the message is longer than one atomic write."""
-    if len(payload) > PIPE_BUF:
-        return False
+def open_fifo(path):
+    """The helper's question FIFO at ``path``, opened for writing with
+    ``posix`` only (no ``_socket``), or -1: there is none (no helper, or
+    an older one), nobody reads it (ENXIO: the helper is gone), or it is
+    not the user's own FIFO."""
     try:
         fd = posix.open(path, posix.O_WRONLY | posix.O_NONBLOCK | posix.O_CLOEXEC)
     except OSError:
-        return False
+        return -1
     try:
         st = posix.fstat(fd)
-        if st.st_mode & 0o170000 != 0o010000 or st.st_uid != posix.getuid():
-            return False
+        if st.st_mode & 0o170000 == 0o010000 and st.st_uid == posix.getuid():
+            return fd
+    except OSError:
+        pass
+    posix.close(fd)
+    return -1
+
+
+def post(fd, payload):
+    """Write one framed message to the question FIFO ``fd`` (``open_fifo``):
+    True when it went out whole; False when the pipe is full or the
+    message is longer than one atomic write."""
+    if len(payload) > PIPE_BUF:
+        return False
+    try:
         return posix.write(fd, payload) == len(payload)
     except OSError:
         return False
-    finally:
-        posix.close(fd)
 
 
 def read_reply(fd, timeout):
@@ -275,8 +283,8 @@ class Session:
         self.provider, self.index_path, self.text = provider, index_path, text
         self.key = None
         self.sock = None
-        self.fifo = self.reply = None
-        self.reply_fd = -1
+        self.reply = None
+        self.fifo_fd = self.reply_fd = -1
         self.done = False
 
     def _question(self, *head):
@@ -291,20 +299,21 @@ class Session:
         payload = self._question(qid)
         if len(payload) > PIPE_BUF:
             return False
+        self.fifo_fd = open_fifo(fifo)  # kept open for the candidates
+        if self.fifo_fd < 0:
+            return False
         reply = "%s/%s%s" % (fifo.rsplit("/", 1)[0], REPLY_PREFIX, qid)
         try:
             posix.mkfifo(reply, 0o600)
-        except OSError:
-            return False
-        try:
+            self.reply = reply
             # Opened for reading before the question goes out: the helper's
             # non-blocking open for writing needs a reader.
             self.reply_fd = posix.open(reply, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_CLOEXEC)
         except OSError:
-            _unlink(reply)
+            self._close()
             return False
-        self.fifo, self.reply, self.qid = fifo, reply, qid
-        if not post(fifo, payload):
+        self.qid = qid
+        if not post(self.fifo_fd, payload):
             self._close()
             return False
         return True
@@ -321,10 +330,13 @@ class Session:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
-        if self.reply_fd >= 0:
-            posix.close(self.reply_fd)
-            self.reply_fd = -1
+        for fd in (self.fifo_fd, self.reply_fd):
+            if fd >= 0:
+                posix.close(fd)
+        self.fifo_fd = self.reply_fd = -1
+        if self.reply is not None:
             _unlink(self.reply)  # the helper removes it too; whoever is first
+            self.reply = None
 
     def _failed(self, exc):
         self.provider.status = "helper did not answer in time" if "timed out" in str(exc) else \
@@ -343,7 +355,7 @@ class Session:
         try:
             if self.reply_fd >= 0:
                 msg = "%s\n%s\n%s" % (CANDS, self.qid, " ".join(map(str, list(candidates)[:FIFO_CANDIDATES])))
-                if not post(self.fifo, frame(msg.encode("ascii"))):
+                if not post(self.fifo_fd, frame(msg.encode("ascii"))):
                     raise OSError("the question FIFO took no candidates")
                 raw = read_reply(self.reply_fd, timeout_s())
             else:
