@@ -212,12 +212,9 @@ def _analyse_walking(found, stats, learn, walked, progress):
     def jobs(items):
         # skills.scan's jobs, as the walk finds them.
         for root, skill_dir, md in items:
-            max_depth = root.get("max_depth")
-            if max_depth is not None and skills.depth(root["path"], skill_dir) > max_depth:
-                continue
             st = stats.get(md)
-            if st is not None:
-                yield root, skill_dir, md, (st.st_size, st.st_mtime_ns, st.st_ino)
+            if st is not None and not skills.too_deep(root, skill_dir):
+                yield skills.job(root, skill_dir, md, st)
         done.append(True)  # set in the task thread once the walk is over
     head = list(islice(jobs(found), PARALLEL_MIN))
     if len(head) < PARALLEL_MIN or can_fork() < 2:
@@ -329,8 +326,8 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
     results = [None] * len(jobs)
     todo = []
     root_keys = {}  # the stamp's root part, once per root
-    reused = done = 0  # taken from the store, analysed while walking
-    fresh = []  # results to number: analysed in this build
+    reused = 0  # taken from the store
+    fresh = []  # results to number: analysed in this build (while walking, so far)
     for i, job in enumerate(jobs):
         e = old.get(job[2])
         stored = e is not None
@@ -347,18 +344,18 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
             if stored:
                 reused += 1
             else:
-                done += 1
                 fresh.append(i)
         else:
             todo.append(i)
     early.clear()
+    done = reused + len(fresh)
     if progress is not None:
-        progress(reused + done, 0)
+        progress(done, 0)
     if todo:
         for n, (i, e) in enumerate(_analyse(jobs, todo), 1):
             results[i] = _learn(e, workers, shared)
             if progress is not None and not n & 63:
-                progress(reused + done + n, 0)
+                progress(done + n, 0)
         fresh = sorted(fresh + todo)
     # Numbered in job order, as one process numbers them; equal (counts,
     # size) tuples shared across skills (tens of thousands of distinct ones

@@ -57,8 +57,8 @@ def _visibility(meta):
     return vis or None
 
 
-def depth(root, skill_dir):
-    """How many folders below ``root`` ``skill_dir`` is (0: the root itself)."""
+def _depth(root, skill_dir):
+    # How many folders below root skill_dir is (0: the root itself).
     rel = os.path.relpath(skill_dir, root)
     return 0 if rel == "." else rel.count(os.sep) + 1
 
@@ -98,11 +98,10 @@ def scan(roots, walked=None, stats=None):
     jobs = []
     seen = set()
     for root in roots:
-        max_depth = root.get("max_depth")
         found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
         for skill_dir, md in found:
-            if max_depth is not None and depth(root["path"], skill_dir) > max_depth:
-                continue  # the runner never looks that deep
+            if too_deep(root, skill_dir):
+                continue
             try:
                 st = stats.get(md) or os.stat(md)
             except OSError as exc:
@@ -114,8 +113,21 @@ def scan(roots, walked=None, stats=None):
             if ident in seen:
                 continue
             seen.add(ident)
-            jobs.append((root, skill_dir, md, (st.st_size, st.st_mtime_ns, st.st_ino)))
+            jobs.append(job(root, skill_dir, md, st))
     return jobs
+
+
+def job(root, skill_dir, md, st):
+    """A ``scan`` job for the SKILL.md ``md`` whose stat result is ``st``:
+    what its analysis needs and what says it changed (size, mtime, inode)."""
+    return root, skill_dir, md, (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def too_deep(root, skill_dir):
+    """True when ``skill_dir`` lies below ``root``'s max_depth (the runner
+    never looks there)."""
+    max_depth = root.get("max_depth")
+    return max_depth is not None and _depth(root["path"], skill_dir) > max_depth
 
 
 def read_skill(root, skill_dir, md):

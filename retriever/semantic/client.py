@@ -152,6 +152,11 @@ PIPE_BUF = 4096
 REPLY_PREFIX = "r."  # reply FIFOs: <folder>/r.<question id>
 
 
+def reply_path(folder, qid):
+    """The reply FIFO of the question ``qid`` (``valid_id``) in ``folder``."""
+    return "%s/%s%s" % (folder, REPLY_PREFIX, qid)
+
+
 def question_id():
     """A fresh id for a FIFO question: the pid and 12 hex digits, so the
     helper can name the reply FIFO from it and nothing else."""
@@ -283,7 +288,7 @@ class Session:
         self.provider, self.index_path, self.text = provider, index_path, text
         self.key = None
         self.sock = None
-        self.reply = None
+        self.reply = self.qid = None
         self.fifo_fd = self.reply_fd = -1
         self.done = False
 
@@ -302,7 +307,7 @@ class Session:
         self.fifo_fd = open_fifo(fifo)  # kept open for the candidates
         if self.fifo_fd < 0:
             return False
-        reply = "%s/%s%s" % (fifo.rsplit("/", 1)[0], REPLY_PREFIX, qid)
+        reply = reply_path(fifo.rsplit("/", 1)[0], qid)
         try:
             posix.mkfifo(reply, 0o600)
             self.reply = reply
@@ -335,7 +340,7 @@ class Session:
                 posix.close(fd)
         self.fifo_fd = self.reply_fd = -1
         if self.reply is not None:
-            _unlink(self.reply)  # the helper removes it too; whoever is first
+            unlink(self.reply)  # the helper removes it too; whoever is first
             self.reply = None
 
     def _failed(self, exc):
@@ -381,7 +386,9 @@ class Session:
         return scores
 
 
-def _unlink(path):
+def unlink(path):
+    """Remove ``path`` if it is there (a reply FIFO: client and helper
+    each remove it, whichever is done first)."""
     try:
         posix.unlink(path)
     except OSError:

@@ -226,19 +226,7 @@ class Early:
 
     def _drop(self, qid):
         del self.items[qid]
-        _unlink(reply_path(self.folder, qid))
-
-
-def reply_path(folder, qid):
-    """The reply FIFO of the question ``qid`` (``client.valid_id``)."""
-    return "%s/%s%s" % (folder, client.REPLY_PREFIX, qid)
-
-
-def _unlink(path):
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+        client.unlink(client.reply_path(self.folder, qid))
 
 
 def send_reply(folder, qid, data):
@@ -246,11 +234,11 @@ def send_reply(folder, qid, data):
     Quietly nothing when the client is gone (nobody reads: ENXIO) or the
     path is not the user's own FIFO."""
     import stat
-    path = reply_path(folder, qid)
+    path = client.reply_path(folder, qid)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        _unlink(path)
+        client.unlink(path)
         return
     try:
         st = os.fstat(fd)
@@ -260,7 +248,7 @@ def send_reply(folder, qid, data):
         pass
     finally:
         os.close(fd)
-        _unlink(path)
+        client.unlink(path)
 
 
 def answer(first, candidates):
@@ -409,7 +397,7 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
         # we hold the lock, and no question is pending before we listen.
         for stale in [sock_path, fifo] + [folder + "/" + n for n in os.listdir(folder)
                                           if n.startswith(client.REPLY_PREFIX)]:
-            _unlink(stale)
+            client.unlink(stale)
         old = os.umask(0o177)  # created 0600: no window where others can connect
         try:
             srv.bind(sock_path)
