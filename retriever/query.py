@@ -78,6 +78,12 @@ def score(idx, terms, term_weights=None):
         tw = term_weights.get(t, 1.0) if term_weights else 1.0
         if tw != 1.0:
             weights = [w * tw for w in weights]
+        if not acc:
+            # The first term's scores are its weights (0.0 + w is w):
+            # built in C, about twice as fast as the loop below.
+            acc = dict(zip(docs, weights))
+            get = acc.get
+            continue
         for d, w in zip(docs, weights):
             acc[d] = get(d, 0.0) + w
     return acc, found
@@ -89,18 +95,17 @@ def top(acc, k):
     if k <= 0 or not acc:
         return []
     items = acc.items()
-    if len(acc) > 4 * k + 256:
-        # The k-th best score on bare floats (C speed), then sort only what
-        # reaches it: ties at the cut are all kept, so ids still decide.
-        if len(acc) > 4096:
-            # heapq's C heap is an extension module: about 0.45 ms to load,
-            # won back only above a few thousand scores (sorting 2,000
-            # floats takes 0.1 ms, 20,000 take 2.6 ms against heapq's 0.4).
-            import heapq
-            kth = heapq.nlargest(k, acc.values())[-1]
-        else:
-            kth = sorted(acc.values(), reverse=True)[k - 1]
-        items = [kv for kv in items if kv[1] >= kth]
+    n = len(acc)
+    if n > 4 * k + 256:
+        # Sort only the pairs reaching the k-th best score of an evenly
+        # spaced sample: the sample is part of the scores, so at least k
+        # pairs reach it, and every pair of the top k (ties at the cut
+        # too, so ids still decide).  About 16 k pairs pass.  This needs
+        # no heapq (0.45 ms to load, and nlargest loops in Python) and
+        # sorts no more than a sixteenth of the scores: at 20,000 skills
+        # a query can score 16,000.
+        cut = sorted(list(acc.values())[::min(16, n // (4 * k))], reverse=True)[k - 1]
+        items = [kv for kv in items if kv[1] >= cut]
     return sorted(items, key=lambda x: (-x[1], x[0]))[:k]
 
 

@@ -110,6 +110,26 @@ def test_a_query_imports_exactly_what_answering_needs(tmp_path):
     assert mods == QUERY_MODULES
 
 
+def test_a_query_scoring_thousands_of_skills_imports_nothing_more(tmp_path):
+    """Past 4,096 scored skills the top-k cut once imported heapq (0.45 ms
+    a query, and nlargest loops in Python); it samples the scores now.
+    A word every one of 4,200 skills holds must still import only what a
+    small query does, and rank by score then id."""
+    from skillret_helpers import base_env
+    env = base_env(tmp_path)
+    root = tmp_path / "skills"
+    for i in range(4200):
+        # More filler, lower score: skill 0 ranks first.
+        (root / ("w%04d" % i)).mkdir(parents=True)
+        (root / ("w%04d" % i) / "SKILL.md").write_text(
+            "---\nname: w%04d\ndescription: widget %s\n---\n" % (i, "filler " * (i % 50)))
+    index = tmp_path / "i.skr"
+    assert_clean(run_cli(["build", "--root", root, "--index", index], env))
+    mods, out = _imported(["--root", str(root), "--index", str(index), "-k", "3", "widget"], env)
+    assert list(dict.fromkeys(re.findall(rb"w\d{4}", out))) == [b"w0000", b"w0050", b"w0100"]
+    assert mods == QUERY_MODULES
+
+
 def test_a_hook_imports_exactly_what_answering_needs(tmp_path):
     from skillret_helpers import base_env
     env = base_env(tmp_path)

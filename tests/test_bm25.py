@@ -183,18 +183,23 @@ def test_ties_are_broken_by_id(tmp_path, cli):
     assert [r["id"] for r in got] == ["a1/zeta-tool"]
 
 
-@pytest.mark.parametrize("n", [10, 300, 3000, 6000])
+@pytest.mark.parametrize("n", [10, 300, 3000, 6000, 20000])
 def test_top_is_best_score_then_lowest_skill_number_at_every_size(n):
     """``query.top`` cuts small and large accumulators by different means
-    (a sort, or a C heap that costs an import); both must give the same
-    order: score descending, ties by skill number, ties at the cut kept."""
+    (a sort of every score, or of those reaching a sample's k-th best);
+    both must give the same order: score descending, ties by skill
+    number, ties at the cut kept, whatever the sample misses."""
     import random
     rnd = random.Random(n)
     # Coarse scores make many ties, including at the cut.
-    acc = {d: rnd.randrange(40) / 4.0 for d in rnd.sample(range(3 * n), n)}
-    for k in (1, 6, 50):
-        want = sorted(acc.items(), key=lambda x: (-x[1], x[0]))[:k]
-        assert top(acc, k) == want
+    coarse = {d: rnd.randrange(40) / 4.0 for d in rnd.sample(range(3 * n), n)}
+    # The best scores all where an evenly spaced sample does not look
+    # (odd places), the rest one tie.
+    hidden = {d: (5.0 + d % 7 if d % 2 else 1.0) for d in range(n)}
+    for acc in (coarse, hidden):
+        for k in (1, 6, 50):
+            want = sorted(acc.items(), key=lambda x: (-x[1], x[0]))[:k]
+            assert top(acc, k) == want
 
 
 def test_a_packed_analysis_encodes_like_the_analysis():
