@@ -18,7 +18,10 @@ def plain_dict(index_path):
     (the analyzer params only), ``index`` (term -> postings), ``idf``
     (term -> IDF, for the abstention check) and ``docs``."""
     from retriever import store
-    idx = store.load(index_path)
+    # Whole, in memory: a query's load reads a large index's tables entry
+    # by entry, and this reads every entry.
+    with open(index_path, "rb") as f:
+        idx = store.load_bytes(f.read())
     hdr = idx["header"]
     blob = idx["term_blob"]
     term_off = idx["term_off"].tolist()

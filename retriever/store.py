@@ -25,7 +25,10 @@ before it can change an answer.
 Loading reads the header and the vocabulary-sized tables; nothing else is
 read until a query asks for a term's postings or a result's record, so load
 time and memory do not grow with the number of skills (performance-facts.md
-section 3).
+section 3).  A large file verified whole since its last change is read even
+less: its header also holds every 64th term (``term_heads``), so a query
+reads only the block of terms it looks for and the few table entries it
+uses (``_Entries``).
 """
 
 import marshal
@@ -42,6 +45,16 @@ MAX_HEADER = 1 << 20
 # Read at load (and so checked at load) even when the rest is read lazily;
 # the CRC tables only when the file is not known good (see ``verify``).
 _TERMS = ("term_off", "term_blob", "post_off", "idf", "doc_off")
+# Every HEAD_EVERY-th term is also in the header (``term_heads``): a query
+# of a large, verified index looks its terms up there and reads only their
+# blocks of term_off and term_blob, and only the entries it needs of the
+# other tables (``_Entries``), instead of all of them.  Reading those
+# tables whole took 1 to 2 ms of a 7 ms query at 20,000 skills (1.4 MB of
+# fresh pages for a 68,000-term vocabulary, whatever the library's size).
+HEAD_EVERY = 64
+# Heads past this many bytes would make every header parse slow (a
+# vocabulary of millions): such an index reads its tables whole instead.
+MAX_HEADS_BYTES = 1 << 18
 _TABLES = _TERMS + ("post_crc", "doc_crc")
 _SECTIONS = _TABLES + ("post_doc", "post_w", "doc_blob")
 
@@ -85,6 +98,7 @@ def pack(built, docs, header):
     terms = list(map(str.encode, built["terms"]))
     term_off = array("I", accumulate(map(len, terms), initial=0))
     blob = b"".join(terms)
+    heads = tuple(terms[::HEAD_EVERY])
     del terms
     post_off, post_doc, post_w = built["post_off"], built["post_doc"], built["post_w"]
     offs = post_off
@@ -111,6 +125,9 @@ def pack(built, docs, header):
         ("doc_crc", doc_crc.tobytes()),
     ]
     header = dict(header)
+    header.pop("term_heads", None)
+    if sum(map(len, heads)) <= MAX_HEADS_BYTES:
+        header["term_heads"] = heads
     header.update(version=FORMAT_VERSION, byteorder=sys.byteorder,
                   n_docs=len(docs), n_terms=len(term_off) - 1, n_postings=len(post_doc),
                   crc={name: _crc(data) for name, data in sections})
@@ -375,6 +392,10 @@ def check_header(h):
         if not (isinstance(r, dict) and isinstance(r.get("path"), str) and isinstance(r.get("prefix"), str)):
             return "roots"
     n_docs, n_terms, n_post = h["n_docs"], h["n_terms"], h["n_postings"]
+    heads = h.get("term_heads")
+    if heads is not None and not (isinstance(heads, tuple) and len(heads) == -(-n_terms // HEAD_EVERY)
+                                  and all(type(t) is bytes for t in heads)):
+        return "term_heads"
     want = {"term_off": 4 * (n_terms + 1), "post_off": 4 * (n_terms + 1), "post_doc": 4 * n_post,
             "post_w": 4 * n_post, "idf": 4 * n_terms, "doc_off": 4 * (n_docs + 1),
             "post_crc": 4 * n_terms, "doc_crc": 4 * n_docs}
@@ -431,7 +452,10 @@ def _load(path, header, f, trusted):
                     raise Damaged(path, "offsets")
                 return _pread(_fd, ln, off)
 
-            idx = _index(header, read, () if trusted else _TABLES, _TERMS if trusted else _TABLES)
+            if trusted and "term_heads" in header:
+                idx = _entries_index(header, read, path)
+            else:
+                idx = _index(header, read, () if trusted else _TABLES, _TERMS if trusted else _TABLES)
             if not trusted:
                 # Read lazily, so checked piece by piece (postings, record).
                 idx["post_crc"] = idx.pop("_post_crc")
@@ -514,6 +538,62 @@ def _index(header, read, checked, tables):
         "doc_crc": None,
         "path": "<memory>",
     }
+
+
+def _entries_index(header, read, path):
+    # A verified file's tables, read entry by entry as a query asks.
+    sec = header["sections"]
+    n_terms, n_docs = header["n_terms"], header["n_docs"]
+    return {
+        "header": header,
+        "read": read,
+        "term_heads": header["term_heads"],
+        "term_off": _Entries(read, sec["term_off"][0], n_terms + 1, "I", path),
+        "term_blob_at": sec["term_blob"][0],
+        "post_off": _Entries(read, sec["post_off"][0], n_terms + 1, "I", path),
+        "post_doc_at": sec["post_doc"][0],
+        "post_w_at": sec["post_w"][0],
+        "idf": _Entries(read, sec["idf"][0], n_terms, "f", path),
+        "doc_off": _Entries(read, sec["doc_off"][0], n_docs + 1, "I", path),
+        "doc_at": sec["doc_blob"][0],
+        "post_crc": None,
+        "doc_crc": None,
+    }
+
+
+class _Entries:
+    """A u32 or f32 table of the index file, read with ``pread`` only
+    where indexed (``t[i]``, or ``t[i:j]`` in one read): a query needs a
+    few dozen entries of tables of tens of thousands."""
+
+    __slots__ = ("_read", "_at", "_n", "_code", "_path")
+
+    def __init__(self, read, at, n, code, path):
+        self._read, self._at, self._n, self._code, self._path = read, at, n, code, path
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, i):
+        if i.__class__ is slice:
+            a, b, step = i.indices(self._n)
+            if step != 1:
+                raise ValueError("a step is not supported")
+            n = max(0, b - a)
+        else:
+            a = i + self._n if i < 0 else i
+            n = 1
+            if not 0 <= a < self._n:
+                raise IndexError("table index out of range")
+        data = self._read(self._at + 4 * a, 4 * n)
+        if len(data) != 4 * n:  # the file changed under a verified memo
+            raise Damaged(self._path, "tables")
+        view = memoryview(data).cast(self._code)
+        return view if i.__class__ is slice else view[0]
+
+    def tolist(self):
+        """Every entry, as a list."""
+        return self[0:self._n].tolist()
 
 
 # A file changed within one clock tick of its last change can keep the same
@@ -603,11 +683,33 @@ def verify(path, remember=False):
 
 def find_term(idx, term):
     """Term number of ``term`` (a str), or -1.  Binary search over the
-    sorted term blob; only the probed terms are ever sliced out."""
+    sorted term blob; only the probed terms are ever sliced out.  With
+    ``term_heads`` (``_entries_index``), the search runs over the heads
+    first, then over the one block of terms read for it."""
     key = term.encode("utf-8")
-    off = idx["term_off"]
-    blob = idx["term_blob"]
-    lo, hi = 0, len(off) - 1
+    heads = idx.get("term_heads")
+    if heads is None:
+        return _search_terms(key, idx["term_off"], idx["term_blob"], 0, len(idx["term_off"]) - 1)
+    lo, hi = 0, len(heads)
+    while lo < hi:  # the last head at or before the key
+        mid = (lo + hi) >> 1
+        if heads[mid] <= key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        return -1
+    first = (lo - 1) * HEAD_EVERY
+    off = idx["term_off"][first:first + HEAD_EVERY + 1]
+    blob = idx["read"](idx["term_blob_at"] + off[0], off[-1] - off[0])
+    if len(blob) != off[-1] - off[0]:
+        raise Damaged(idx["path"], "terms")
+    i = _search_terms(key, [o - off[0] for o in off], blob, 0, len(off) - 1)
+    return i if i < 0 else first + i
+
+
+def _search_terms(key, off, blob, lo, hi):
+    # The place of ``key`` among the terms lo..hi-1 (``off`` into ``blob``), or -1.
     while lo < hi:
         mid = (lo + hi) >> 1
         t = blob[off[mid]:off[mid + 1]]
@@ -623,8 +725,8 @@ def find_term(idx, term):
 def postings(idx, i):
     """``(skill numbers, weights)`` of term number ``i``, in skill order.
     Raises Damaged when a lazily read slice fails its checksum."""
-    a = idx["post_off"][i]
-    n = idx["post_off"][i + 1] - a
+    a, b = idx["post_off"][i:i + 2]
+    n = b - a
     read = idx["read"]
     bd = read(idx["post_doc_at"] + 4 * a, 4 * n)
     bw = read(idx["post_w_at"] + 4 * a, 4 * n)
@@ -643,13 +745,17 @@ def _crc2(a, b):
 
 def df(idx, i):
     """How many skills contain term number ``i``."""
-    return idx["post_off"][i + 1] - idx["post_off"][i]
+    a, b = idx["post_off"][i:i + 2]
+    return b - a
 
 
 def doc(idx, n):
     """The ``(id, name, path, description, vis)`` record of skill ``n``."""
     off = idx["doc_off"]
-    rec = idx["read"](idx["doc_at"] + off[n], off[n + 1] - off[n])
+    if not 0 <= n < len(off) - 1:
+        raise IndexError("skill number %r out of range" % (n,))
+    a, b = off[n:n + 2]
+    rec = idx["read"](idx["doc_at"] + a, b - a)
     crcs = idx["doc_crc"]
     if crcs is not None and _crc(rec) != crcs[n]:
         raise Damaged(idx["path"], "skill record")

@@ -264,3 +264,82 @@ def test_no_traceback_from_build_into_a_bad_location(cli, lib, tmp_path):
     assert "Traceback" not in proc.stderr
     assert proc.returncode != 0
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def big_index(tmp_path_factory):
+    """A verified index over 1 MiB: queries read its tables entry by entry."""
+    from skillret_helpers import base_env, run_cli
+    tmp = tmp_path_factory.mktemp("big")
+    root = tmp / "skills"
+    for i in range(600):
+        make_skill(root, "s%03d" % i, {"name": "s%03d" % i, "description": "topic%d and shared%d" % (i, i % 9)},
+                   body="\n".join("word%dx%d line" % (i, j) for j in range(60)))
+    index = tmp / "big.skr"
+    assert_clean(run_cli(["build", "--root", root, "--index", index], base_env(tmp)))
+    assert index.stat().st_size > store._READ_WHOLE_BELOW
+    return index
+
+
+def test_a_verified_large_index_reads_entries_and_answers_as_the_whole_file(big_index):
+    """A query's load no longer reads the vocabulary-sized tables whole
+    (1 to 2 ms at 20,000 skills): it finds a term through the header's
+    every-64th term and reads that block.  Every term, first and last of
+    a block, the first and last of all, and words before, between and
+    after them must be found or missed exactly as in the whole file."""
+    lazy = store.load(str(big_index))
+    whole = store.load_bytes(big_index.read_bytes())
+    assert "term_blob" not in lazy and len(lazy["term_heads"]) == -(-lazy["header"]["n_terms"] // store.HEAD_EVERY)
+    blob, off = whole["term_blob"], whole["term_off"]
+    terms = [blob[off[i]:off[i + 1]].decode() for i in range(len(off) - 1)]
+    assert len(terms) > 3 * store.HEAD_EVERY
+    for i, t in enumerate(terms):
+        assert store.find_term(lazy, t) == i
+        assert store.postings(lazy, i) == store.postings(whole, i)
+        assert lazy["idf"][i] == whole["idf"][i] and store.df(lazy, i) == store.df(whole, i)
+    for miss in ("", "0", terms[0][:-1], terms[-1] + "z", "\uffff", terms[store.HEAD_EVERY] + "\x00"):
+        assert store.find_term(lazy, miss) == store.find_term(whole, miss) == -1
+    n = lazy["header"]["n_docs"]
+    assert [store.doc(lazy, d) for d in range(n)] == [store.doc(whole, d) for d in range(n)]
+    for bad in (-1, n):
+        with pytest.raises(IndexError):
+            store.doc(lazy, bad)
+    from retriever import query
+    for q in ("topic17 shared3", "word5x7 line", "shared4"):
+        assert query.search(lazy, q, 5, 0, 0) == query.search(whole, q, 5, 0, 0)
+
+
+def test_an_index_not_known_good_still_reads_and_checks_its_tables_whole(big_index, tmp_path):
+    """Entry by entry is for files verified whole since their last change;
+    a copy (another file: no memo) is checked as before."""
+    copy = tmp_path / "copy.skr"
+    copy.write_bytes(big_index.read_bytes())
+    idx = store.load(str(copy))
+    assert "term_blob" in idx and idx["post_crc"] is not None
+    assert store.find_term(idx, "topic17") >= 0
+
+
+def test_a_header_whose_term_heads_do_not_fit_is_refused(big_index, tmp_path):
+    import marshal
+    import zlib
+    data = big_index.read_bytes()
+    hlen = int.from_bytes(data[8:12], "little")
+    header = marshal.loads(data[16:16 + hlen])
+    header["term_heads"] = header["term_heads"][:-1]
+    hb = marshal.dumps(header).ljust(hlen, b"\0")[:hlen]
+    bad = tmp_path / "heads.skr"
+    bad.write_bytes(data[:12] + zlib.crc32(hb).to_bytes(4, "little") + hb + data[16 + hlen:])
+    with pytest.raises(store.IndexError_, match="term_heads"):
+        store.load(str(bad))
+
+
+def test_a_vocabulary_too_large_for_heads_in_the_header_reads_its_tables_whole(big_index, tmp_path, monkeypatch):
+    from retriever import build, query
+    monkeypatch.setattr(store, "MAX_HEADS_BYTES", 0)
+    index = tmp_path / "noheads.skr"
+    build.build(build.resolve([str(big_index.parent / "skills")]), str(index))
+    assert "term_heads" not in read_header(index)
+    idx = store.load(str(index))
+    assert "term_blob" in idx and idx["post_crc"] is None  # whole, and known good
+    whole = store.load_bytes(big_index.read_bytes())
+    assert query.search(idx, "topic17 shared3", 5, 0, 0) == query.search(whole, "topic17 shared3", 5, 0, 0) != []
