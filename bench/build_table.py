@@ -207,7 +207,9 @@ def run(sizes, cache, env, runs=3, skills=None, fresh=True):
     for size in sizes:
         roots = roots_for(size, cache, skills)
         log("size %d: builds" % size)
+        paced = measure.pace(sys.executable)
         row = size_rows(size, roots, cache, env, runs)
+        row["pace_ms"] = [paced, measure.pace(sys.executable)]
         if fresh and size in FRESHNESS_SIZES:
             log("size %d: edit-to-query freshness" % size)
             row["freshness_s"] = freshness(row, env)
@@ -247,6 +249,10 @@ def table(report):
                                                             ", ".join("%.2f" % x if x is not None else ">300"
                                                                       for x in r["freshness_s"]),
                                                             "%.2f" % median(f) if f else "-"))
+    paces = ["%s %s" % ("{:,}".format(r["size"]), measure.pace_text(r.get("pace_ms", ())))
+             for r in report["rows"]]
+    lines.append("  machine pace before and after each size's builds (ms for a million empty interpreter loop "
+                 "iterations, best of 5; lower is faster; this VM drifts by a third): %s" % "; ".join(paces))
     lines.append("  20k and 100k are copies of the real skills under new names; %s." % report["perturbation"])
     lines.append("  Incremental builds reuse the parse and analysis of unchanged files (reuse store beside the "
                  "index, keyed by path, size, mtime, inode);")

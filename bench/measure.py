@@ -44,6 +44,33 @@ def run_once(argv, stdin=None, env=None):
     return {"wall": wall, "rss": ru.ru_maxrss, "code": p.returncode, "out": out, "err": err}
 
 
+# A million iterations of an empty interpreter loop, best of 5, in ms.
+_PACE = ("import time\ndef loop():\n    for i in range(1000000):\n        pass\nbest = 1.0\n"
+         "for _ in range(5):\n    t = time.perf_counter()\n    loop()\n"
+         "    best = min(best, time.perf_counter() - t)\nprint(best * 1e3)")
+
+
+def pace(py):
+    """The machine's pace now: ms for a million iterations of an empty
+    loop under interpreter ``py`` (a fresh ``-I -S`` process, best of 5;
+    lower is faster).  This VM's speed drifts by a third within minutes;
+    figures with no floor to subtract (builds, the helper's own work)
+    compare across runs only at a like pace.  None if it cannot run."""
+    try:
+        out = subprocess.run([py, "-I", "-S", "-c", _PACE], capture_output=True, text=True, timeout=60)
+        return float(out.stdout)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def pace_text(paces):
+    """``pace`` figures as one phrase: "14.2 ms" or "14.2 to 17.9 ms"."""
+    got = sorted(p for p in paces if p is not None)
+    if not got:
+        return "not measured"
+    return "%.1f ms" % got[0] if got[0] == got[-1] else "%.1f to %.1f ms" % (got[0], got[-1])
+
+
 def median(xs):
     """Median of a non-empty list."""
     s = sorted(xs)

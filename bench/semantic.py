@@ -116,7 +116,7 @@ def main(argv=None):
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
     key = bench.source_key()
     skills = corpus.real_skills()
-    report = {"sizes": {}, "runs": args.runs}
+    report = {"sizes": {}, "runs": args.runs, "pace_ms": [measure.pace(sys.executable)]}
 
     # A cold build with vectors at 1,000 skills: no .vec, a fresh process
     # (the model is loaded inside the timed build).
@@ -196,6 +196,7 @@ def main(argv=None):
     for size, d in report["sizes"].items():
         log("size %d: helper work per question, in process" % size)
         d["helper_work_ms"] = helper_work(d.pop("path"))
+    report["pace_ms"].append(measure.pace(sys.executable))
     text = render(report)
     sys.stdout.write(text)
     with open(os.path.join(cache, "semantic.json"), "w") as f:
@@ -226,6 +227,9 @@ def render(report):
             out.append("")
             out.append("helper work per question at %s skills (encode + top 10, in process, one thread, interleaved): "
                        "plain product %.1f ms, bounded search (dense.py) %.1f ms" % (size, w["plain"], w["bounded"]))
+    out.append("")
+    out.append("machine pace at the start and the end (ms for a million empty interpreter loop iterations, best of 5; "
+               "lower is faster; this VM drifts by a third): %s" % measure.pace_text(report.get("pace_ms", ())))
     b = report["build_1000"]
     out.append("")
     out.append("build of 1,000 skills with vectors, cold (model load included): %.1f s (budget %.0f s: %s); "
