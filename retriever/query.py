@@ -68,7 +68,6 @@ def score(idx, terms, term_weights=None):
     no term's postings are read twice."""
     acc = {}
     found = {}
-    get = acc.get
     for t in terms:
         i = find_term(idx, t)
         if i < 0:

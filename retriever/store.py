@@ -394,7 +394,7 @@ def check_header(h):
     n_docs, n_terms, n_post = h["n_docs"], h["n_terms"], h["n_postings"]
     heads = h.get("term_heads")
     if heads is not None and not (isinstance(heads, tuple) and len(heads) == -(-n_terms // HEAD_EVERY)
-                                  and all(type(t) is bytes for t in heads)):
+                                  and not set(map(type, heads)) - {bytes}):
         return "term_heads"
     want = {"term_off": 4 * (n_terms + 1), "post_off": 4 * (n_terms + 1), "post_doc": 4 * n_post,
             "post_w": 4 * n_post, "idf": 4 * n_terms, "doc_off": 4 * (n_docs + 1),
@@ -521,44 +521,39 @@ def _index(header, read, checked, tables):
             off, ln = sec[name]
             if _crc(read(off, ln)) != crc[name]:
                 raise IndexError_("damaged %s section (checksum mismatch)" % name)
-    return {
-        "header": header,
-        "read": read,
+    return _indexed(header, read, {
         "term_off": data["term_off"].cast("I"),
         "term_blob": bytes(data["term_blob"]),
         "post_off": data["post_off"].cast("I"),
-        "post_doc_at": sec["post_doc"][0],
-        "post_w_at": sec["post_w"][0],
         "idf": data["idf"].cast("f"),
         "doc_off": data["doc_off"].cast("I"),
-        "doc_at": sec["doc_blob"][0],
         "_post_crc": data["post_crc"].cast("I") if "post_crc" in data else None,
         "_doc_crc": data["doc_crc"].cast("I") if "doc_crc" in data else None,
-        "post_crc": None,
-        "doc_crc": None,
         "path": "<memory>",
-    }
+    })
 
 
 def _entries_index(header, read, path):
     # A verified file's tables, read entry by entry as a query asks.
     sec = header["sections"]
     n_terms, n_docs = header["n_terms"], header["n_docs"]
-    return {
-        "header": header,
-        "read": read,
+    return _indexed(header, read, {
         "term_heads": header["term_heads"],
         "term_off": _Entries(read, sec["term_off"][0], n_terms + 1, "I", path),
         "term_blob_at": sec["term_blob"][0],
         "post_off": _Entries(read, sec["post_off"][0], n_terms + 1, "I", path),
-        "post_doc_at": sec["post_doc"][0],
-        "post_w_at": sec["post_w"][0],
         "idf": _Entries(read, sec["idf"][0], n_terms, "f", path),
         "doc_off": _Entries(read, sec["doc_off"][0], n_docs + 1, "I", path),
-        "doc_at": sec["doc_blob"][0],
-        "post_crc": None,
-        "doc_crc": None,
-    }
+    })
+
+
+def _indexed(header, read, tables):
+    # The loaded-index dict: the tables as read, plus where the lazily
+    # read sections start.
+    sec = header["sections"]
+    tables.update(header=header, read=read, post_doc_at=sec["post_doc"][0], post_w_at=sec["post_w"][0],
+                  doc_at=sec["doc_blob"][0], post_crc=None, doc_crc=None)
+    return tables
 
 
 class _Entries:
@@ -576,24 +571,17 @@ class _Entries:
 
     def __getitem__(self, i):
         if i.__class__ is slice:
-            a, b, step = i.indices(self._n)
-            if step != 1:
-                raise ValueError("a step is not supported")
-            n = max(0, b - a)
+            a, b = max(0, i.start), min(self._n, i.stop)
         else:
-            a = i + self._n if i < 0 else i
-            n = 1
+            a, b = i, i + 1
             if not 0 <= a < self._n:
                 raise IndexError("table index out of range")
+        n = max(0, b - a)
         data = self._read(self._at + 4 * a, 4 * n)
         if len(data) != 4 * n:  # the file changed under a verified memo
             raise Damaged(self._path, "tables")
         view = memoryview(data).cast(self._code)
         return view if i.__class__ is slice else view[0]
-
-    def tolist(self):
-        """Every entry, as a list."""
-        return self[0:self._n].tolist()
 
 
 # A file changed within one clock tick of its last change can keep the same
@@ -704,15 +692,16 @@ def find_term(idx, term):
     blob = idx["read"](idx["term_blob_at"] + off[0], off[-1] - off[0])
     if len(blob) != off[-1] - off[0]:
         raise Damaged(idx["path"], "terms")
-    i = _search_terms(key, [o - off[0] for o in off], blob, 0, len(off) - 1)
+    i = _search_terms(key, off, blob, 0, len(off) - 1, off[0])
     return i if i < 0 else first + i
 
 
-def _search_terms(key, off, blob, lo, hi):
-    # The place of ``key`` among the terms lo..hi-1 (``off`` into ``blob``), or -1.
+def _search_terms(key, off, blob, lo, hi, base=0):
+    # The place of ``key`` among the terms lo..hi-1, or -1: term j is
+    # blob[off[j] - base:off[j + 1] - base].
     while lo < hi:
         mid = (lo + hi) >> 1
-        t = blob[off[mid]:off[mid + 1]]
+        t = blob[off[mid] - base:off[mid + 1] - base]
         if t < key:
             lo = mid + 1
         elif t > key:
