@@ -79,20 +79,20 @@ PARALLEL_MIN = 400
 # less than the fork costs.
 DEAL_FORK_MIN = 1500
 _PROFILE = {}  # the profile analyse_file works under (set before forking workers)
-# In a pool worker (``_worker_start``): its own term numbers, and how many
-# of its terms its parent has been sent.
+# In the process analysing (a pool worker, or the build's own, see
+# ``_worker_start``): its own term numbers, and how many of its terms it has
+# handed on.
 _WORKER = {}
 
 
 def analyse_file(job):
     """Read, parse and analyse one SKILL.md (``skills.scan`` job).
 
-    Returns the reuse-store entry ``(stamp, id, name, description, vis,
+Returns the reuse-store entry ``(stamp, id, name, description, vis,
     problems, malformed, path, lengths, groups)``, its groups as
-    ``index.pack`` leaves them, or in a pool worker as
-    ``index.pack_numbered`` does plus the worker's id and its new terms
-    (``_numbered`` numbers either in the parent's terms, into
-    ``(pairs, data)``); for a file the index
+    ``index.pack_numbered`` leaves them plus the analysing process's id and
+    the terms it met first in this file (``_number`` numbers them in the
+    build's terms, into ``(pairs, data)``); for a file the index
     leaves out, ``(stamp, kind, problems)`` (kind as skills.read_skill
     says), with a stamp of None when it cannot be read (nothing is stored
     for it then).  The stamp is ``_stamp(job)``: what must be unchanged
@@ -104,25 +104,21 @@ def analyse_file(job):
     kind, rec, problems, malformed = skills.read_skill(root, skill_dir, md)
     if kind != "ok":
         return (None if kind == "unreadable" else _stamp(job)), kind, tuple(problems)
-    lengths, groups = index.doc_terms(rec, _PROFILE["profile"])
+    # A worker's result crosses a pipe (pickled): its term numbers as one
+    # bytes object, the terms it meets for the first time as one string,
+    # and its id (whose numbers they are).
     w = _WORKER
-    if w:
-        # A worker's result crosses a pipe (pickled): its term numbers as
-        # one bytes object, the terms it meets for the first time as one
-        # string, and its pid (which numbers they are).
-        lengths, packed = index.pack_numbered((lengths, groups), w["ids"])
-        terms = w["terms"]
-        packed += (w["pid"], "\n".join(terms[w["sent"]:]))
-        w["sent"] = len(terms)
-    else:
-        lengths, packed = index.pack((lengths, groups))
+    lengths, packed = index.pack_numbered(index.doc_terms(rec, _PROFILE["profile"]), w["ids"])
+    terms = w["terms"]
+    packed += (w["pid"], "\n".join(terms[w["sent"]:]))
+    w["sent"] = len(terms)
     return (_stamp(job), rec["id"], rec["name"], rec["description"], rec["vis"], tuple(problems), malformed,
             rec["path"], lengths, packed)
 
 
 def _worker_start():
-    """Pool initializer: this worker numbers its terms itself (see
-    ``index.pack_numbered``)."""
+    """Pool initializer (and the build's own, analysing in process): this
+    process numbers its terms itself (see ``index.pack_numbered``)."""
     terms = []
     # The pid and a random part: a worker that replaces a dead one may get its pid.
     _WORKER.update(pid="%d-%s" % (os.getpid(), os.urandom(6).hex()), terms=terms,
@@ -133,7 +129,7 @@ def _learn(e, workers, shared):
     """Note the terms a worker met first in its result ``e`` (in
     ``workers``: its terms, in its numbering), as results arrive: a
     worker's results arrive in the order it made them.  Returns ``e``
-    to be numbered later (``_numbered``), its count vectors and new terms
+    to be numbered later (``_number``), its count vectors and new terms
     shared through the dict ``shared`` (each result unpickled its own: 3 KB
     a skill, held until numbering) and its new terms dropped."""
     if len(e) != 10 or len(e[9]) != 5:
@@ -151,16 +147,33 @@ def _learn(e, workers, shared):
     return e[:9] + ((list(map(vset, vecs, vecs)), sizes, numbers, wid, ""),)
 
 
-def _numbered(e, ids, workers):
-    """``e``'s ``(lengths, (pairs, data))`` in the build's term numbers
-    ``ids``: from a worker's own numbers through its terms in ``workers``
-    (``_learn``), or from term strings (``index.encode``).  Called in job
-    order, so terms are numbered as a build in one process numbers them."""
-    packed = e[9]
-    if len(packed) != 5:
-        return index.encode(e[8:10], ids)
-    vecs, sizes, numbers, wid, _ = packed
-    return index.renumber(e[8], vecs, sizes, numbers, workers[wid], ids)
+def _number(results, fresh, vocab, workers):
+    """Put each of ``results[i]`` for ``i`` in ``fresh`` in the build's term
+    numbers, places in ``vocab``: ``(lengths, (pairs, data))`` as
+    ``index.encode`` gives, its equal pairs one object.  The terms not in
+    ``vocab`` yet are added first, in sorted order, so the numbers
+    are the same whichever process analysed which file, in whatever order
+    the results came.  Then each process's own numbers map to the build's
+    through one list per process (its terms, which ``_learn`` gathered in
+    ``workers``): a list lookup per posting, where looking up each term's
+    string cost three times as much (and a third of the build's serial
+    tail)."""
+    from itertools import filterfalse
+    ids = dict(zip(vocab, range(len(vocab))))
+    new = set()
+    for terms in workers.values():
+        new.update(terms)
+    new = sorted(filterfalse(ids.__contains__, new))
+    ids.update(zip(new, range(len(vocab), len(vocab) + len(new))))
+    vocab += new
+    numbering = {wid: list(map(ids.__getitem__, terms)) for wid, terms in workers.items()}
+    vset = {}.setdefault
+    for i in fresh:
+        e = results[i]
+        if len(e) == 10:
+            vecs, sizes, numbers, wid, _ = e[9]
+            lengths, (pairs, data) = index.renumber(e[8], vecs, sizes, numbers, numbering[wid])
+            results[i] = e[:8] + (lengths, (tuple(map(vset, pairs, pairs)), data))
 
 
 def _stamp(job):
@@ -187,8 +200,12 @@ def _analyse(jobs, todo):
     ``todo``, on every core when there are enough of them."""
     ncpu = can_fork() if len(todo) >= PARALLEL_MIN else 0
     if ncpu < 2:
-        for i in todo:
-            yield i, analyse_file(jobs[i])
+        _worker_start()
+        try:
+            for i in todo:
+                yield i, analyse_file(jobs[i])
+        finally:
+            _WORKER.clear()
         return
     for i, (_, res) in zip(todo, _pooled(jobs[i] for i in todo)):
         yield i, res
@@ -295,9 +312,6 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
     store_path = reuse.path_for(index_path)
     store_key = reuse.key(prof)
     vocab, old, layout = reuse.load(store_path, store_key) if use_store else ([], {}, None)
-    ids = index.term_ids(vocab)
-    vecs = {}
-    vset = vecs.setdefault
     workers = {}
 
     shared = {}
@@ -357,15 +371,10 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
             if progress is not None and not n & 63:
                 progress(done + n, 0)
         fresh = sorted(fresh + todo)
-    # Numbered in job order, as one process numbers them; equal (counts,
-    # size) tuples shared across skills (tens of thousands of distinct ones
-    # for millions of groups).
-    for i in fresh:
-        e = results[i]
-        if len(e) == 10:
-            lengths, (pairs, data) = _numbered(e, ids, workers)
-            results[i] = e[:8] + (lengths, (tuple(map(vset, pairs, pairs)), data))
-    del ids, vecs, workers, fresh, shared
+    # Equal (counts, size) pairs are shared across skills: tens of
+    # thousands of distinct ones for millions of groups.
+    _number(results, fresh, vocab, workers)
+    del workers, fresh, shared
 
     recs, problems, counts = skills.select(
         scope["roots"], jobs,

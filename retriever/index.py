@@ -164,25 +164,13 @@ def term_ids(vocab):
     return _Ids(zip(vocab, range(len(vocab))))  # C-level: 70k terms in a few ms
 
 
-def pack(analysis):
-    """A ``doc_terms`` result in the form a worker sends its parent:
-    ``(lengths, (count vectors, group sizes, every term newline-joined))``,
-    one string per skill (pickled in a third of the time of one per
-    group, and numbered by ``encode`` with one split)."""
-    from itertools import chain
-    lengths, groups = analysis
-    return lengths, ([v for v, _ in groups], [len(ts) for _, ts in groups],
-                     "\n".join(chain.from_iterable(ts for _, ts in groups)))
-
-
 def pack_numbered(analysis, ids):
-    """A ``doc_terms`` result as a pool worker sends it: ``(lengths,
-    (count vectors, group sizes, term numbers))``, the numbers uint32
-    bytes from the worker's own ``term_ids`` table ``ids``.  Its strings
-    then cross the pipe once per worker, not once per skill, and are
-    hashed once in the parent: the parent numbering each skill's joined
-    terms hashed every one anew (at 20k skills, 3 s of the parent's 9 s
-    of CPU).  ``renumber`` maps the numbers back to terms."""
+    """A ``doc_terms`` result as a build's analysis hands it on: ``(lengths,
+    (count vectors, group sizes, term numbers))``, the numbers uint32 bytes
+    from the analysing process's own ``term_ids`` table ``ids``.  A pool
+    worker's strings then cross the pipe once per worker, not once per
+    skill, and the build maps each process's numbers to its own once per
+    term, not once per posting (``renumber``)."""
     from array import array
     from itertools import chain
     lengths, groups = analysis
@@ -190,33 +178,27 @@ def pack_numbered(analysis, ids):
                      array("I", map(ids.__getitem__, chain.from_iterable(ts for _, ts in groups))).tobytes())
 
 
-def renumber(lengths, vecs, sizes, numbers, terms, ids):
+def renumber(lengths, vecs, sizes, numbers, numbering):
     """A ``pack_numbered`` result in the form ``encode`` gives: its term
-    numbers are places in ``terms`` (the worker's terms, in its order),
-    numbered in ``ids`` (see ``term_ids``)."""
+    numbers are places in ``numbering``, the list of the build's number for
+    each term of the process that analysed it (in that process's order)."""
     from array import array
     local = array("I")
     local.frombytes(numbers)
-    return lengths, (tuple(zip(vecs, sizes)), array("I", map(ids.__getitem__, map(terms.__getitem__, local))).tobytes())
+    return lengths, (tuple(zip(vecs, sizes)), array("I", map(numbering.__getitem__, local)).tobytes())
 
 
 def encode(analysis, ids):
-    """A ``doc_terms`` result (or its ``pack``) numbered in ``ids`` (see
-    ``term_ids``): ``(lengths, (pairs, data))``, ``pairs`` a tuple of
-    ``(counts, number of terms)`` per group and ``data`` the native-order
-    uint32 bytes of every group's term numbers, group after group.  One
-    bytes object a skill, not one a group: a group is mostly a single term,
-    and its own objects cost ten times its data (at 100k skills, about
-    300 MB held through the build and written to the reuse store)."""
+    """A ``doc_terms`` result numbered in ``ids`` (see ``term_ids``):
+    ``(lengths, (pairs, data))``, ``pairs`` a tuple of ``(counts, number
+    of terms)`` per group and ``data`` the native-order uint32 bytes of
+    every group's term numbers, group after group.  One bytes object a
+    skill, not one a group: a group is mostly a single term, and its own
+    objects cost ten times its data (at 100k skills, about 300 MB held
+    through the build and written to the reuse store)."""
     from array import array
     from itertools import chain
     lengths, groups = analysis
-    if isinstance(groups, tuple):
-        vecs, sizes, joined = groups
-        if not vecs:
-            return lengths, ((), b"")
-        # One lookup pass for the whole skill.
-        return lengths, (tuple(zip(vecs, sizes)), array("I", map(ids.__getitem__, joined.split("\n"))).tobytes())
     return lengths, (tuple((v, len(ts)) for v, ts in groups),
                      array("I", map(ids.__getitem__, chain.from_iterable(ts for _, ts in groups))).tobytes())
 

@@ -202,21 +202,29 @@ def test_top_is_best_score_then_lowest_skill_number_at_every_size(n):
             assert top(acc, k) == want
 
 
-def test_a_packed_analysis_encodes_like_the_analysis():
-    """Workers send ``index.pack``ed analyses (one string per skill); the
-    parent's ``encode`` must number them exactly as the groups themselves."""
+def test_an_analysis_numbered_by_its_own_process_encodes_like_the_analysis():
+    """Each process analysing files numbers the terms itself
+    (``index.pack_numbered``); mapped through the build's number for each of
+    that process's terms (``index.renumber``), a skill must come out exactly
+    as ``encode`` numbers its groups, whatever order the two numberings
+    gave the terms."""
     from retriever import index as index_mod
     prof = index_mod.PROFILES["default"]
     skill = {"id": "a/pdf-tools", "name": "pdf-tools", "description": "Merge PDF files; not for images.",
              "triggers": ["merge pdfs"], "tags": ["pdf", "documents"], "category": "a",
              "body": "# PDF\n## When to use\n- merging PDF files\n## Steps\nRun the merge tool on files.\n"}
     analysis = index_mod.doc_terms(skill, prof)
-    plain_vocab, packed_vocab = [], []
-    plain = index_mod.encode(analysis, index_mod.term_ids(plain_vocab))
-    packed = index_mod.encode(index_mod.pack(analysis), index_mod.term_ids(packed_vocab))
-    assert packed == plain and packed_vocab == plain_vocab and len(plain[1][0]) > 1
+    own = []
+    lengths, (vecs, sizes, numbers) = index_mod.pack_numbered(analysis, index_mod.term_ids(own))
+    # The build's terms: one known before, then these in another order.
+    vocab = ["zzz-earlier"] + sorted(own)
+    assert own != sorted(own)
+    plain = index_mod.encode(analysis, index_mod.term_ids(list(vocab)))
+    numbering = [vocab.index(t) for t in own]
+    assert index_mod.renumber(lengths, vecs, sizes, numbers, numbering) == plain and len(plain[1][0]) > 1
     empty = ((0,) * len(analysis[0]), [])
-    assert index_mod.encode(index_mod.pack(empty), index_mod.term_ids([])) == (empty[0], ((), b""))
+    lengths, (vecs, sizes, numbers) = index_mod.pack_numbered(empty, index_mod.term_ids([]))
+    assert index_mod.renumber(lengths, vecs, sizes, numbers, []) == (empty[0], ((), b""))
     assert index_mod.encode(empty, index_mod.term_ids([])) == (empty[0], ((), b""))
 
 
@@ -232,7 +240,7 @@ def _library_analysis(n=60):
         body = " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(5 + i % 11)) + " unique%d" % i
         skill = {"id": "s/%d" % i, "name": "skill-%d" % i, "description": "does %s" % words[i % len(words)],
                  "triggers": [], "tags": [], "category": "s", "body": body}
-        docs.append(index_mod.encode(index_mod.pack(index_mod.doc_terms(skill, prof)), ids))
+        docs.append(index_mod.encode(index_mod.doc_terms(skill, prof), ids))
     return docs, vocab, prof
 
 
@@ -284,7 +292,7 @@ def test_weights_made_in_two_processes_after_an_edit_are_the_ones_made_in_one():
     first = index_mod.build_terms(docs, vocab, prof)
     skill = {"id": "s/5", "name": "skill-5", "description": "now a much longer description of merging pdf files",
              "triggers": [], "tags": [], "category": "s", "body": "pdf merge " * 40 + "fresh words here"}
-    edited = index_mod.encode(index_mod.pack(index_mod.doc_terms(skill, prof)), index_mod.term_ids(vocab))
+    edited = index_mod.encode(index_mod.doc_terms(skill, prof), index_mod.term_ids(vocab))
     new_docs = docs[:5] + [edited] + docs[6:]
     old_of = [-1 if j == 5 else j for j in range(len(docs))]
     cold = index_mod.build_terms(new_docs, vocab, prof)
@@ -308,7 +316,7 @@ def test_an_edit_that_keeps_the_average_lengths_keeps_the_other_terms_weights():
     first = index_mod.build_terms(docs, vocab, prof)
     skill = {"id": "s/5", "name": "skill-5", "description": "does chart", "triggers": [], "tags": [],
              "category": "s", "body": "plot email send sql query lint git rebase test pdf unique5"}
-    edited = index_mod.encode(index_mod.pack(index_mod.doc_terms(skill, prof)), index_mod.term_ids(vocab))
+    edited = index_mod.encode(index_mod.doc_terms(skill, prof), index_mod.term_ids(vocab))
     assert edited[0] == docs[5][0]  # the same length in every field
     new_docs = docs[:5] + [edited] + docs[6:]
     old_of = [-1 if j == 5 else j for j in range(len(docs))]

@@ -246,9 +246,10 @@ def test_the_index_is_flushed_to_disk_before_it_replaces_the_old_one(tmp_path, m
 def test_a_build_parsed_in_worker_processes_equals_one_parsed_in_process(tmp_path, monkeypatch):
     # Past PARALLEL_MIN files, worker processes parse and analyse, each
     # numbering its terms itself, and the parent maps every worker's numbers
-    # to its own: the index and the reuse store must be exactly those of a
-    # build parsed in process, and the next edit's rebuild must find the
-    # store usable.  Small chunks interleave the workers' results.
+    # to its own (new terms numbered in sorted order): the index and the
+    # reuse store must be exactly those of a build parsed in process, and
+    # the next edit's rebuild must find the store usable.  Small chunks
+    # interleave the workers' results.
     from retriever import build as build_mod
     if build_mod.can_fork() < 2:
         pytest.skip("one core: the build never starts workers here")
@@ -273,9 +274,12 @@ def test_a_build_parsed_in_worker_processes_equals_one_parsed_in_process(tmp_pat
         return real(pool, func, jobs, 8)
     monkeypatch.setattr(multiprocessing.pool.Pool, "imap", imap)
     workers = []
-    real_numbered = build_mod._numbered
-    monkeypatch.setattr(build_mod, "_numbered", lambda e, ids, w: workers.append(e[9][3] if len(e[9]) == 5 else None)
-                        or real_numbered(e, ids, w))
+    real_number = build_mod._number
+
+    def number(results, fresh, vocab, by_worker):
+        workers.extend(results[i][9][3] for i in fresh if len(results[i]) == 10)
+        return real_number(results, fresh, vocab, by_worker)
+    monkeypatch.setattr(build_mod, "_number", number)
     header, _ = build_mod.build(scope, parallel)
     assert header["n_docs"] == n and len(handed) == n
     assert len(workers) == n and len(set(workers)) >= 2  # every result numbered by a worker, two at least
