@@ -42,7 +42,8 @@ _STOP_LEVELS = ((), STOPWORDS, STOPWORDS | CHATTER)
 def light_stem(t):
     """Strip one common English suffix from words of 5+ letters, keeping a
     stem of 3+ letters with a vowel.  CJK, digits and short words pass."""
-    if len(t) < 5 or not t.isalpha() or not t.isascii():
+    # Most words end in none of the suffixes: one C-level test sends them back.
+    if len(t) < 5 or not t.endswith(_SUFFIXES) or not t.isalpha() or not t.isascii():
         return t
     if t.endswith(("ss", "us", "is", "sis")):
         return t
@@ -101,7 +102,8 @@ def _table(level, stem):
 
         class _Terms(dict):
             def __missing__(self, t):
-                term = "" if t in stop else (light_stem(t) if stem and not is_cjk_token(t) else t)
+                # light_stem passes every non-ASCII token, CJK ones included.
+                term = "" if t in stop else (light_stem(t) if stem else t)
                 self[t] = term
                 return term
 
@@ -109,12 +111,30 @@ def _table(level, stem):
     return table
 
 
-def count_terms(text, opts):
+def numbered_terms(opts, ids):
+    """A table token -> term number under the analyzer ``opts``, for
+    ``count_terms``: ``ids`` (``index.term_ids``) numbers the terms, and a
+    token that makes no term maps to "".  A build's analysis then counts
+    numbers, and need not look each term up again to number it."""
+    terms = _table(opts.get("stopwords") or 0, opts.get("stem") == "light")
+
+    class _Numbers(dict):
+        def __missing__(self, t):
+            term = terms[t]
+            n = self[t] = ids[term] if term else ""
+            return n
+
+    return _Numbers()
+
+
+def count_terms(text, opts, table=None):
     """``(Counter of terms, number of terms)`` of ``text``: what
-    ``analyze`` returns, counted, without building the term list.  Build
-    path only: the lookups and the counting both run in C."""
+    ``analyze`` returns, counted, without building the term list; with
+    ``table`` (``numbered_terms``), the terms' numbers counted instead.
+    Build path only: the lookups and the counting both run in C."""
     from collections import Counter
-    table = _table(opts.get("stopwords") or 0, opts.get("stem") == "light")
+    if table is None:
+        table = _table(opts.get("stopwords") or 0, opts.get("stem") == "light")
     counts = Counter(map(table.__getitem__, tokenize(text)))
     counts.pop("", None)
     return counts, sum(counts.values())

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from retriever import discover, frontmatter, hermes_config, index, locate, reuse, skills, store
+from retriever import analyze, discover, frontmatter, hermes_config, index, locate, reuse, skills, store
 
 
 def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=None, only_hermes=False):
@@ -90,7 +90,7 @@ def analyse_file(job):
 
 Returns the reuse-store entry ``(stamp, id, name, description, vis,
     problems, malformed, path, lengths, groups)``, its groups as
-    ``index.pack_numbered`` leaves them plus the analysing process's id and
+    ``index.pack`` leaves them plus the analysing process's id and
     the terms it met first in this file (``_number`` numbers them in the
     build's terms, into ``(pairs, data)``); for a file the index
     leaves out, ``(stamp, kind, problems)`` (kind as skills.read_skill
@@ -108,7 +108,7 @@ Returns the reuse-store entry ``(stamp, id, name, description, vis,
     # bytes object, the terms it meets for the first time as one string,
     # and its id (whose numbers they are).
     w = _WORKER
-    lengths, packed = index.pack_numbered(index.doc_terms(rec, _PROFILE["profile"]), w["ids"])
+    lengths, packed = index.pack(index.doc_terms(rec, _PROFILE["profile"], w["table"]))
     terms = w["terms"]
     packed += (w["pid"], "\n".join(terms[w["sent"]:]))
     w["sent"] = len(terms)
@@ -118,11 +118,11 @@ Returns the reuse-store entry ``(stamp, id, name, description, vis,
 
 def _worker_start():
     """Pool initializer (and the build's own, analysing in process): this
-    process numbers its terms itself (see ``index.pack_numbered``)."""
+    process numbers its terms itself (see ``index.pack``)."""
     terms = []
     # The pid and a random part: a worker that replaces a dead one may get its pid.
-    _WORKER.update(pid="%d-%s" % (os.getpid(), os.urandom(6).hex()), terms=terms,
-                   ids=index.term_ids(terms), sent=0)
+    _WORKER.update(pid="%d-%s" % (os.getpid(), os.urandom(6).hex()), terms=terms, sent=0,
+                   table=analyze.numbered_terms(_PROFILE["profile"]["analyzer"], index.term_ids(terms)))
 
 
 def _learn(e, workers, shared):

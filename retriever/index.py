@@ -55,20 +55,21 @@ def field_order(profile):
     return tuple(f for f in FIELDS if f in profile["fields"])
 
 
-def doc_terms(skill, profile):
+def doc_terms(skill, profile, table=None):
     """What the index needs of one skill, compact: ``(lengths, groups)``.
 
     ``lengths`` is the term count of each field (``field_order``);
     ``groups`` a list of ``(counts, terms)``: the skill's distinct terms
     grouped by their per-field counts.  Terms of one group get the same
     weight in this skill, so the weights are computed per group, and a
-    skill holds a few dozen groups for a few hundred terms.
+    skill holds a few dozen groups for a few hundred terms.  With
+    ``table`` (``analyze.numbered_terms``) the terms are their numbers.
     """
     opts = profile["analyzer"]
     texts = field_texts(skill, profile)
     order = field_order(profile)
     width = len(order)
-    per_field = [count_terms(texts.get(f, ""), opts) for f in order]
+    per_field = [count_terms(texts.get(f, ""), opts, table) for f in order]
     lengths = tuple(n for _, n in per_field)
     if not per_field:
         return lengths, []
@@ -164,22 +165,23 @@ def term_ids(vocab):
     return _Ids(zip(vocab, range(len(vocab))))  # C-level: 70k terms in a few ms
 
 
-def pack_numbered(analysis, ids):
-    """A ``doc_terms`` result as a build's analysis hands it on: ``(lengths,
-    (count vectors, group sizes, term numbers))``, the numbers uint32 bytes
-    from the analysing process's own ``term_ids`` table ``ids``.  A pool
-    worker's strings then cross the pipe once per worker, not once per
-    skill, and the build maps each process's numbers to its own once per
-    term, not once per posting (``renumber``)."""
+def pack(analysis):
+    """A ``doc_terms`` result whose terms are numbers (the analysing
+    process's own: see ``analyze.numbered_terms``) as a build's analysis
+    hands it on: ``(lengths, (count vectors, group sizes, term numbers))``,
+    the numbers as uint32 bytes.  A pool worker's strings then cross the
+    pipe once per worker, not once per skill, and the build maps each
+    process's numbers to its own once per term, not once per posting
+    (``renumber``)."""
     from array import array
     from itertools import chain
     lengths, groups = analysis
     return lengths, ([v for v, _ in groups], [len(ts) for _, ts in groups],
-                     array("I", map(ids.__getitem__, chain.from_iterable(ts for _, ts in groups))).tobytes())
+                     array("I", chain.from_iterable(ts for _, ts in groups)).tobytes())
 
 
 def renumber(lengths, vecs, sizes, numbers, numbering):
-    """A ``pack_numbered`` result in the form ``encode`` gives: its term
+    """A ``pack`` result in the form ``encode`` gives: its term
     numbers are places in ``numbering``, the list of the build's number for
     each term of the process that analysed it (in that process's order)."""
     from array import array

@@ -204,18 +204,20 @@ def test_top_is_best_score_then_lowest_skill_number_at_every_size(n):
 
 def test_an_analysis_numbered_by_its_own_process_encodes_like_the_analysis():
     """Each process analysing files numbers the terms itself
-    (``index.pack_numbered``); mapped through the build's number for each of
-    that process's terms (``index.renumber``), a skill must come out exactly
-    as ``encode`` numbers its groups, whatever order the two numberings
-    gave the terms."""
+    (``analyze.numbered_terms``, ``index.pack``); mapped through the build's
+    number for each of that process's terms (``index.renumber``), a skill
+    must come out exactly as ``encode`` numbers its groups, whatever order
+    the two numberings gave the terms."""
     from retriever import index as index_mod
+    from retriever.analyze import numbered_terms
     prof = index_mod.PROFILES["default"]
     skill = {"id": "a/pdf-tools", "name": "pdf-tools", "description": "Merge PDF files; not for images.",
              "triggers": ["merge pdfs"], "tags": ["pdf", "documents"], "category": "a",
              "body": "# PDF\n## When to use\n- merging PDF files\n## Steps\nRun the merge tool on files.\n"}
     analysis = index_mod.doc_terms(skill, prof)
     own = []
-    lengths, (vecs, sizes, numbers) = index_mod.pack_numbered(analysis, index_mod.term_ids(own))
+    lengths, (vecs, sizes, numbers) = index_mod.pack(
+        index_mod.doc_terms(skill, prof, numbered_terms(prof["analyzer"], index_mod.term_ids(own))))
     # The build's terms: one known before, then these in another order.
     vocab = ["zzz-earlier"] + sorted(own)
     assert own != sorted(own)
@@ -223,7 +225,7 @@ def test_an_analysis_numbered_by_its_own_process_encodes_like_the_analysis():
     numbering = [vocab.index(t) for t in own]
     assert index_mod.renumber(lengths, vecs, sizes, numbers, numbering) == plain and len(plain[1][0]) > 1
     empty = ((0,) * len(analysis[0]), [])
-    lengths, (vecs, sizes, numbers) = index_mod.pack_numbered(empty, index_mod.term_ids([]))
+    lengths, (vecs, sizes, numbers) = index_mod.pack(empty)
     assert index_mod.renumber(lengths, vecs, sizes, numbers, []) == (empty[0], ((), b""))
     assert index_mod.encode(empty, index_mod.term_ids([])) == (empty[0], ((), b""))
 
