@@ -35,6 +35,39 @@ def index_bytes(path):
     return header, data[start + hlen:]
 
 
+@pytest.mark.parametrize("child", ["writes", "dies"])
+def test_the_store_is_written_beside_the_index_and_never_lost(tmp_path, monkeypatch, child):
+    # A large library's store is written by a forked child while the build
+    # writes and checks the index.  A child that dies first leaves the work
+    # to the build itself: either way the store is there, whole, and the
+    # next edit's rebuild takes every other file from it.
+    from retriever import build as build_mod
+    if build_mod.can_fork() < 2:
+        pytest.skip("one core: the build never forks here")
+    monkeypatch.setattr(build_mod, "DEAL_FORK_MIN", 4)  # "large"
+    root = tmp_path / "skills"
+    library(root)
+    parent = os.getpid()
+    savers = tmp_path / "savers"
+    real = reuse.save
+
+    def save(*args):
+        with open(savers, "a") as f:
+            f.write("%d\n" % os.getpid())
+        if child == "dies" and os.getpid() != parent:
+            os._exit(7)
+        return real(*args)
+    monkeypatch.setattr(reuse, "save", save)
+    index = str(tmp_path / "idx" / "index.skr")
+    scope = build_mod.resolve([str(root)], use_config=False)
+    header, _ = build_mod.build(scope, index)
+    pids = [int(p) for p in savers.read_text().split()]
+    assert pids[0] != parent and pids[1:] == ([parent] if child == "dies" else [])
+    make_skill(root, "cat1/skill-07", {"name": "skill-07", "description": "edited after the first build"})
+    header, _ = build_mod.build(scope, index)
+    assert header["reused"] == 14 and header["updated"]
+
+
 def library(root, n=12):
     """A small but varied library: several fields, repeated and rare words,
     a CJK skill, a broken one and a shadowed duplicate."""
