@@ -79,16 +79,15 @@ PARALLEL_MIN = 400
 # less than the fork costs.
 DEAL_FORK_MIN = 1500
 _PROFILE = {}  # the profile analyse_file works under (set before forking workers)
-# In the process analysing (a pool worker, or the build's own, see
-# ``_worker_start``): its own term numbers, and how many of its terms it has
-# handed on.
+# In a pool worker (``_worker_start``): its numbering (``_numbering``).
 _WORKER = {}
 
 
-def analyse_file(job):
-    """Read, parse and analyse one SKILL.md (``skills.scan`` job).
+def analyse_file(job, w=None):
+    """Read, parse and analyse one SKILL.md (``skills.scan`` job), its terms
+    numbered in ``w`` (``_numbering()``; by default the pool worker's own).
 
-Returns the reuse-store entry ``(stamp, id, name, description, vis,
+    Returns the reuse-store entry ``(stamp, id, name, description, vis,
     problems, malformed, path, lengths, groups)``, its groups as
     ``index.pack`` leaves them plus the analysing process's id and
     the terms it met first in this file (``_number`` numbers them in the
@@ -107,7 +106,7 @@ Returns the reuse-store entry ``(stamp, id, name, description, vis,
     # A worker's result crosses a pipe (pickled): its term numbers as one
     # bytes object, the terms it meets for the first time as one string,
     # and its id (whose numbers they are).
-    w = _WORKER
+    w = w or _WORKER
     lengths, packed = index.pack(index.doc_terms(rec, _PROFILE["profile"], w["table"]))
     terms = w["terms"]
     packed += (w["pid"], "\n".join(terms[w["sent"]:]))
@@ -117,12 +116,18 @@ Returns the reuse-store entry ``(stamp, id, name, description, vis,
 
 
 def _worker_start():
-    """Pool initializer (and the build's own, analysing in process): this
-    process numbers its terms itself (see ``index.pack``)."""
+    """Pool initializer: this worker numbers its terms itself."""
+    _WORKER.update(_numbering())
+
+
+def _numbering():
+    """A numbering of its own for a process analysing files: its id, its
+    terms, a table of their numbers (``analyze.numbered_terms``, see
+    ``index.pack``) and how many of its terms it has handed on."""
     terms = []
     # The pid and a random part: a worker that replaces a dead one may get its pid.
-    _WORKER.update(pid="%d-%s" % (os.getpid(), os.urandom(6).hex()), terms=terms, sent=0,
-                   table=analyze.numbered_terms(_PROFILE["profile"]["analyzer"], index.term_ids(terms)))
+    return {"pid": "%d-%s" % (os.getpid(), os.urandom(6).hex()), "terms": terms, "sent": 0,
+            "table": analyze.numbered_terms(_PROFILE["profile"]["analyzer"], index.term_ids(terms))}
 
 
 def _learn(e, workers, shared):
@@ -200,12 +205,9 @@ def _analyse(jobs, todo):
     ``todo``, on every core when there are enough of them."""
     ncpu = can_fork() if len(todo) >= PARALLEL_MIN else 0
     if ncpu < 2:
-        _worker_start()
-        try:
-            for i in todo:
-                yield i, analyse_file(jobs[i])
-        finally:
-            _WORKER.clear()
+        w = _numbering()
+        for i in todo:
+            yield i, analyse_file(jobs[i], w)
         return
     for i, (_, res) in zip(todo, _pooled(jobs[i] for i in todo)):
         yield i, res
@@ -444,9 +446,17 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
     # against the files, and its layout only helps compute the next index.
     saved = _aside(save) if len(keep) >= DEAL_FORK_MIN else save
     try:
+        return _write(index_path, built, docs, header, memory, problems, reused, updated)
+    finally:
+        saved()
+
+
+def _write(index_path, built, docs, header, memory, problems, reused, updated):
+    """The end of ``build``: write and check the index (or keep it in
+    ``memory``), and return its ``(header, problems)``."""
+    try:
         header = store.write(index_path, built, docs, header)
     except OSError as exc:
-        saved()
         if memory is None:
             raise
         header, chunks = store.pack(built, docs, header)
@@ -464,7 +474,6 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
         store.verify(index_path, remember=True)
     except store.IndexError_ as exc:
         locate.log("index %s changed while it was written (%s); queries will check it" % (index_path, exc))
-    saved()
     return header, problems
 
 

@@ -84,3 +84,50 @@ def test_concurrent_first_queries_all_answer(tmp_path, cli_env):
         assert b"Traceback" not in err
     cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
     assert [f for f in os.listdir(cache) if ".tmp" in f] == []
+
+
+def test_builds_in_two_threads_of_one_process_equal_builds_alone(tmp_path):
+    # An agent hosting the plugin may rebuild two indexes from two threads
+    # at once.  With threads running the build never forks and analyses in
+    # process: each build must keep its own term numbering, and give the
+    # index it gives alone.
+    import marshal
+
+    from retriever import build as build_mod
+    from retriever import store
+    scopes, alone = [], []
+    for k in range(2):
+        root = tmp_path / ("skills%d" % k)
+        for i in range(60):
+            make_skill(root, "c%d/s%02d" % (i % 4, i),
+                       {"name": "s%d-%02d" % (k, i), "description": "library %d skill %d about %s"
+                        % (k, i, ("pdf", "docker", "sql", "charts")[(i + k) % 4])},
+                       body=" ".join("word%d" % ((i * 7 + j + 100 * k) % 97) for j in range(200)))
+        scopes.append(build_mod.resolve([str(root)], use_config=False))
+        index = str(tmp_path / ("alone%d" % k) / "i.skr")
+        build_mod.build(scopes[k], index)
+        alone.append(index)
+
+    def body(path):
+        data = open(path, "rb").read()
+        hlen = int.from_bytes(data[8:12], "little")
+        header = marshal.loads(data[store._PREAMBLE:store._PREAMBLE + hlen])
+        return header["n_terms"], data[store._PREAMBLE + hlen:]
+
+    errors = []
+
+    def run(k, n):
+        try:
+            for r in range(n):
+                build_mod.build(scopes[k], str(tmp_path / ("t%d" % k) / ("i%d.skr" % r)))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=run, args=(k, 4)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k in range(2):
+        for r in range(4):
+            assert body(str(tmp_path / ("t%d" % k) / ("i%d.skr" % r))) == body(alone[k])
