@@ -78,7 +78,7 @@ PARALLEL_MIN = 400
 # Below this many skills, dealing out the postings in two processes saves
 # less than the fork costs.
 DEAL_FORK_MIN = 1500
-_PROFILE = {}  # the profile analyse_file works under (set before forking workers)
+_PROFILE = {}  # the profile pool workers analyse under (set before forking them)
 # In a pool worker (``_worker_start``): its numbering (``_numbering``).
 _WORKER = {}
 
@@ -107,7 +107,7 @@ def analyse_file(job, w=None):
     # bytes object, the terms it meets for the first time as one string,
     # and its id (whose numbers they are).
     w = w or _WORKER
-    lengths, packed = index.pack(index.doc_terms(rec, _PROFILE["profile"], w["table"]))
+    lengths, packed = index.pack(index.doc_terms(rec, w["profile"], w["table"]))
     terms = w["terms"]
     packed += (w["pid"], "\n".join(terms[w["sent"]:]))
     w["sent"] = len(terms)
@@ -117,17 +117,18 @@ def analyse_file(job, w=None):
 
 def _worker_start():
     """Pool initializer: this worker numbers its terms itself."""
-    _WORKER.update(_numbering())
+    _WORKER.update(_numbering(_PROFILE["profile"]))
 
 
-def _numbering():
-    """A numbering of its own for a process analysing files: its id, its
-    terms, a table of their numbers (``analyze.numbered_terms``, see
-    ``index.pack``) and how many of its terms it has handed on."""
+def _numbering(profile):
+    """A numbering of its own for a process (or a build) analysing files
+    under ``profile``: its id, its terms, a table of their numbers
+    (``analyze.numbered_terms``, see ``index.pack``) and how many of its
+    terms it has handed on."""
     terms = []
     # The pid and a random part: a worker that replaces a dead one may get its pid.
-    return {"pid": "%d-%s" % (os.getpid(), os.urandom(6).hex()), "terms": terms, "sent": 0,
-            "table": analyze.numbered_terms(_PROFILE["profile"]["analyzer"], index.term_ids(terms))}
+    return {"pid": "%d-%s" % (os.getpid(), os.urandom(6).hex()), "terms": terms, "sent": 0, "profile": profile,
+            "table": analyze.numbered_terms(profile["analyzer"], index.term_ids(terms))}
 
 
 def _learn(e, workers, shared):
@@ -200,12 +201,13 @@ def can_fork():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _analyse(jobs, todo):
+def _analyse(jobs, todo, profile):
     """Yield ``(job number, analyse_file result)`` for the job numbers in
-    ``todo``, on every core when there are enough of them."""
+    ``todo`` under ``profile``, on every core when there are enough of
+    them."""
     ncpu = can_fork() if len(todo) >= PARALLEL_MIN else 0
     if ncpu < 2:
-        w = _numbering()
+        w = _numbering(profile)
         for i in todo:
             yield i, analyse_file(jobs[i], w)
         return
@@ -368,7 +370,7 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
     if progress is not None:
         progress(done, 0)
     if todo:
-        for n, (i, e) in enumerate(_analyse(jobs, todo), 1):
+        for n, (i, e) in enumerate(_analyse(jobs, todo, prof), 1):
             results[i] = _learn(e, workers, shared)
             if progress is not None and not n & 63:
                 progress(done + n, 0)
