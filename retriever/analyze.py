@@ -92,9 +92,11 @@ def analyze(text, opts):
     return [term for term in map(table.__getitem__, toks) if term]
 
 
-def _table(level, stem):
-    """The token -> term table of one analyzer setting, filling itself:
+def _table(opts):
+    """The token -> term table of the analyzer ``opts``, filling itself:
     a miss (a word not seen before) is analysed once and remembered."""
+    level = opts.get("stopwords") or 0
+    stem = opts.get("stem") == "light"
     # Its own entry: analyze() on the query path keeps its plain dict.
     table = _TERM_CACHE.get(("missing", level, stem))
     if table is None:
@@ -116,7 +118,7 @@ def numbered_terms(opts, ids):
     ``count_terms``: ``ids`` (``index.term_ids``) numbers the terms, and a
     token that makes no term maps to "".  A build's analysis then counts
     numbers, and need not look each term up again to number it."""
-    terms = _table(opts.get("stopwords") or 0, opts.get("stem") == "light")
+    terms = _table(opts)
 
     class _Numbers(dict):
         def __missing__(self, t):
@@ -134,7 +136,7 @@ def count_terms(text, opts, table=None):
     Build path only: the lookups and the counting both run in C."""
     from collections import Counter
     if table is None:
-        table = _table(opts.get("stopwords") or 0, opts.get("stem") == "light")
+        table = _table(opts)
     counts = Counter(map(table.__getitem__, tokenize(text)))
     counts.pop("", None)
     return counts, sum(counts.values())

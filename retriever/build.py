@@ -75,8 +75,9 @@ def signature(scope, walked=None, stats=None):
 
 # Below this many files to parse, worker processes cost more than they save.
 PARALLEL_MIN = 400
-# Below this many skills, dealing out the postings in two processes saves
-# less than the fork costs.
+# Below this many skills, work done in a forked process beside the build's
+# own (dealing out the postings, writing the reuse store) saves less than
+# the fork costs.
 DEAL_FORK_MIN = 1500
 _PROFILE = {}  # the profile pool workers analyse under (set before forking them)
 # In a pool worker (``_worker_start``): its numbering (``_numbering``).
@@ -138,7 +139,7 @@ def _learn(e, workers, shared):
     to be numbered later (``_number``), its count vectors and new terms
     shared through the dict ``shared`` (each result unpickled its own: 3 KB
     a skill, held until numbering) and its new terms dropped."""
-    if len(e) != 10 or len(e[9]) != 5:
+    if len(e) != 10:
         return e
     vecs, sizes, numbers, wid, new = e[9]
     vset = shared.setdefault
@@ -448,14 +449,17 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
     # against the files, and its layout only helps compute the next index.
     saved = _aside(save) if len(keep) >= DEAL_FORK_MIN else save
     try:
-        return _write(index_path, built, docs, header, memory, problems, reused, updated)
+        header = _write(index_path, built, docs, header, memory)
     finally:
         saved()
+    header["reused"] = reused
+    header["updated"] = updated
+    return header, problems
 
 
-def _write(index_path, built, docs, header, memory, problems, reused, updated):
-    """The end of ``build``: write and check the index (or keep it in
-    ``memory``), and return its ``(header, problems)``."""
+def _write(index_path, built, docs, header, memory):
+    """Write and check the index (or keep it in ``memory``, see ``build``);
+    returns its header."""
     try:
         header = store.write(index_path, built, docs, header)
     except OSError as exc:
@@ -464,19 +468,15 @@ def _write(index_path, built, docs, header, memory, problems, reused, updated):
         header, chunks = store.pack(built, docs, header)
         memory["idx"] = store.load_bytes(b"".join(chunks))
         memory["error"] = exc.strerror or str(exc)
-        header["reused"] = reused
-        header["updated"] = updated
-        return header, problems
+        return header
     del built, docs
-    header["reused"] = reused
-    header["updated"] = updated
     try:
         # Read back and remembered as checked: queries of this file then
         # skip their checksums (store.verify says why that is safe).
         store.verify(index_path, remember=True)
     except store.IndexError_ as exc:
         locate.log("index %s changed while it was written (%s); queries will check it" % (index_path, exc))
-    return header, problems
+    return header
 
 
 def _aside(work):

@@ -170,9 +170,8 @@ def pack(analysis):
     process's own: see ``analyze.numbered_terms``) as a build's analysis
     hands it on: ``(lengths, (count vectors, group sizes, term numbers))``,
     the numbers as uint32 bytes.  A pool worker's strings then cross the
-    pipe once per worker, not once per skill, and the build maps each
-    process's numbers to its own once per term, not once per posting
-    (``renumber``)."""
+    pipe once per worker, not once per skill, and the build looks each
+    string up once per process, not once per posting (``renumber``)."""
     from array import array
     from itertools import chain
     lengths, groups = analysis
