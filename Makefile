@@ -40,14 +40,15 @@ NPM_STAMPS  := $(addsuffix /.installed,$(addprefix $(NPM_CLIS)/, \
   gemini-cli-$(GEMINI_CLI_VERSION) cline-$(CLINE_VERSION)))
 DEMO_INDEX  := $(CACHE)/demo-index.skr
 
-.PHONY: demo test test-fast bench bench-build eval install semantic e2e-env e2e-hermes-newest clean help
+.PHONY: demo test test-fast bench bench-build eval calibrate install semantic e2e-env e2e-hermes-newest clean help
 
 help:
 	@echo "make demo    set up .venv and run a query over examples/skills"
 	@echo "make test    run every test (installs Hermes and the npm CLIs into .cache on first use)"
 	@echo "make bench   cold-start benchmark against the interpreter floor, then the build table"
 	@echo "make bench-build  the build table alone (cold, one edit, ten added; 1k to 100k skills)"
-	@echo "make eval    retrieval quality on ../shared/eval/external"
+	@echo "make eval    retrieval quality and what is injected, on ../shared/eval"
+	@echo "make calibrate  refit the decision of what to inject (retriever/decide.py) from eval/calibration"
 
 $(INSTALLED): pyproject.toml requirements.txt
 	$(PYTHON_BASE) -m venv --clear $(VENV)
@@ -125,6 +126,12 @@ bench-build: $(INSTALLED)
 
 eval: $(SEMANTIC)
 	$(PY) eval/run_eval.py
+
+# The decision's features over ../shared/corpora, then the fit: writes
+# retriever/decide.py's calibrated block, the no-skill bank and
+# eval/calibration/features.jsonl (docs/decision.md).
+calibrate: $(SEMANTIC)
+	$(PY) eval/calibrate.py
 
 clean:
 	rm -rf $(VENV) $(CACHE) .pytest_cache

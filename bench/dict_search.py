@@ -2,8 +2,7 @@
 formats (pickle, orjson, rebuild-every-process).
 
 Mirrors the shipped ranking step by step (same analyzer, same summation
-order, same top-k and the same abstention rules when the query module has
-them), so the formats differ only in how the index reaches memory.  The
+order, same top-k and the same decision of what to inject), so the formats differ only in how the index reaches memory.  The
 benchmark checks top-1 agreement, so a drift between the two shows up.
 """
 
@@ -15,12 +14,9 @@ def search(index, idf, docs, header, text, k=6):
     [(doc, weight)], ``idf`` term -> IDF, ``docs`` doc -> (id, name, path,
     description, vis) and ``header`` carries the analyzer params.  The
     scoring loop is the format under test; every rule around it (top-k,
-    abstention, the relative floor) is the query module's own."""
-    min_score = query.min_score_setting()
-    min_ratio = query.min_ratio_setting()
-    if min_score > 0 and query.is_chitchat(text):
-        return []
-    terms = query.query_terms({"header": header}, text)
+    the decision) is the query and decide modules' own."""
+    from retriever import decide
+    terms, (words, pasted) = query._terms({"header": header}, query.clean_query(text), None)
     acc = {}
     get = acc.get
     found = {}
@@ -28,25 +24,22 @@ def search(index, idf, docs, header, text, k=6):
         plist = index.get(t)
         if plist is None:
             continue
-        # query.confidence reads idx["idf"][key] for each (key, docs): the
+        # decide.confidence reads idx["idf"][key] for each (key, docs): the
         # term itself is the key here.
         found[t] = (t, [d for d, _ in plist])
         for d, w in plist:
             acc[d] = get(d, 0.0) + w
-    best = query.top(acc, k)
-    if not best or best[0][1] <= 0.0:
-        return []
-    if min_score > 0 and query.confidence({"idf": idf}, found, best[0][0],
-                                          query.n_scored(terms, found)) < min_score:
-        return []
-    floor = best[0][1] * min_ratio
-    out = []
-    for n, s in best:
-        if s <= 0.0 or s < floor:
+    cands = []
+    for n, s in query.top(acc, k):
+        if s <= 0.0:
             break
         rid, name, path, desc, vis = docs[n]
-        out.append({"id": rid, "name": name, "path": path, "score": s, "description": desc})
-    return out
+        cands.append({"n": n, "score": s, "result": {"id": rid, "name": name, "path": path, "score": s,
+                                                     "description": desc}})
+    n_scored = query.n_scored(terms, found)
+    q = {"found": found, "n_scored": n_scored, "words": words, "pasted": pasted,
+         "known": len(found) / n_scored if n_scored else 0.0}
+    return decide.choose({"idf": idf, "header": header}, q, cands, k)
 
 
 def answer(search_fn, words):

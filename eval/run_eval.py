@@ -94,16 +94,18 @@ def metrics_for(ranked_lists, expected_lists):
     return {"R@1": r1 / n, "R@3": r3 / n, "R@5": r5 / n, "MRR@10": mrr / n, "nDCG@10": ndcg / n, "n": n}
 
 
-def evaluate(rows, idx_for_row, inject_k, min_score, min_ratio=None, provider=None):
+def evaluate(rows, idx_for_row, inject_k, decide=True, provider=None):
     """Score one configuration over ``rows``; returns a metrics dict.
-    With a semantic ``provider`` the ranking is the fused one."""
+    With a semantic ``provider`` the ranking is the fused one; ``decide``
+    False injects the top ``inject_k`` (the seed-style rows)."""
     if provider is not None:
         from retriever import semantic
 
-        def search(idx, text, k, min_score=None, min_ratio=None):
-            return semantic.search(idx, idx["_path"], text, k, provider, min_score, min_ratio)[0]
+        def search(idx, text, k, decide=True):
+            return semantic.search(idx, idx["_path"], text, k, provider, decide=decide)[0]
     else:
-        search = query.search
+        def search(idx, text, k, decide=True):
+            return query.search(idx, text, k, decide=decide)
     pos_ranked, pos_exp, lat = [], [], []
     neg_silent = neg_total = wrong = wrong_total = 0
     injected_sizes = []
@@ -112,8 +114,8 @@ def evaluate(rows, idx_for_row, inject_k, min_score, min_ratio=None, provider=No
     for r in rows:
         idx = idx_for_row(r)
         t0 = time.perf_counter()
-        ranked = search(idx, r["query"], 10, min_score=0, min_ratio=0)
-        injected = search(idx, r["query"], inject_k, min_score=min_score, min_ratio=min_ratio)
+        ranked = search(idx, r["query"], 10, decide=False)
+        injected = search(idx, r["query"], inject_k, decide=decide)
         lat.append((time.perf_counter() - t0) * 1000 / 2)
         if r["should_trigger"] is True:
             injected_sizes.append(len(injected))
@@ -154,8 +156,8 @@ def run(args):
     cjk = load_cjk()
     multi = load_jsonl(MULTILINGUAL_QUERIES)
     for profile in profiles:
-        # seed-style had no abstention; the default abstains at its calibrated threshold
-        min_score = min_ratio = 0 if profile == "seed" else None
+        # seed-style had no abstention; the default decides (retriever/decide.py)
+        decide = profile != "seed"
         own = {}
         def idx_own(r, profile=profile):
             c = r["corpus"]
@@ -164,22 +166,22 @@ def run(args):
             return own[c]
         mixed_idx = build_index(mixed_roots, profile, cache)
         res = {
-            "own": evaluate(rows, idx_own, args.inject_k, min_score, min_ratio),
+            "own": evaluate(rows, idx_own, args.inject_k, decide),
             # Rows whose collection is not in the union (ondata, dotnet-artisan-9)
             # have no right answer there, so they are left out of mixed.
             "mixed": evaluate([r for r in rows if r["corpus"] in MIXED], lambda r: mixed_idx,
-                              args.inject_k, min_score, min_ratio),
+                              args.inject_k, decide),
         }
         # Task prompts with expected skills but no trigger label were never
         # used for tuning: a small held-out check.
         held = [dict(r, should_trigger=True) for r in rows
                 if r["should_trigger"] is None and r["expected_skills"]]
         if held:
-            res["own held-out"] = evaluate(held, idx_own, args.inject_k, min_score, min_ratio)
+            res["own held-out"] = evaluate(held, idx_own, args.inject_k, decide)
         if cjk:
-            res["mixed CJK"] = evaluate(cjk, lambda r: mixed_idx, args.inject_k, min_score, min_ratio)
+            res["mixed CJK"] = evaluate(cjk, lambda r: mixed_idx, args.inject_k, decide)
         if multi:
-            res["multilingual"] = evaluate(multi, lambda r: mixed_idx, args.inject_k, min_score, min_ratio)
+            res["multilingual"] = evaluate(multi, lambda r: mixed_idx, args.inject_k, decide)
         report["results"][profile] = res
     provider = semantic_provider(args)
     if provider is not None:
@@ -193,19 +195,21 @@ def run(args):
             return own_idx[c]
         mixed_idx = with_vectors(provider, build_index(mixed_roots, "default", cache))
         res = {
-            "own": evaluate(rows, idx_own_sem, args.inject_k, None, None, provider),
+            "own": evaluate(rows, idx_own_sem, args.inject_k, True, provider),
             "mixed": evaluate([r for r in rows if r["corpus"] in MIXED], lambda r: mixed_idx,
-                              args.inject_k, None, None, provider),
+                              args.inject_k, True, provider),
         }
         if cjk:
-            res["mixed CJK"] = evaluate(cjk, lambda r: mixed_idx, args.inject_k, None, None, provider)
+            res["mixed CJK"] = evaluate(cjk, lambda r: mixed_idx, args.inject_k, True, provider)
         if multi:
-            res["multilingual"] = evaluate(multi, lambda r: mixed_idx, args.inject_k, None, None, provider)
+            res["multilingual"] = evaluate(multi, lambda r: mixed_idx, args.inject_k, True, provider)
         report["results"]["semantic"] = res
         report["n_mixed_skills"] = mixed_idx["header"]["n_docs"]
-    report["abstention"] = abstention_tradeoff(rows, cache)
+    report["decision"] = {"bm25": decision_rows(rows, cache, None)}
+    if provider is not None:
+        report["decision"]["semantic"] = decision_rows(rows, cache, provider)
     print_table(report)
-    print_tradeoff(report["abstention"])
+    print_decision(report["decision"])
     out = args.report
     prev = None
     if os.path.exists(out):
@@ -253,51 +257,116 @@ def load_cjk():
         return [json.loads(l) for l in f if l.strip()]
 
 
-THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
+TURNS = os.path.join(SHARED, "eval", "turns", "dev.jsonl")
+CALIBRATION = os.path.join(HERE, "calibration", "turns.jsonl")
 
 
-def abstention_tradeoff(rows, cache):
-    """For each SKILL_RETRIEVAL_MIN_SCORE: the share of negatives silenced and
-    what Recall@5 of the injected list keeps, shipped profile, both settings."""
-    out = {}
-    for setting in ("own", "mixed"):
-        if setting == "mixed":
-            idx = build_index([os.path.join(SHARED, "corpora", c) for c in MIXED], "default", cache)
-            pick = lambda r: idx
-            rs = [r for r in rows if r["corpus"] in MIXED]
+def injected_at_defaults(idx, text, provider):
+    """What a user gets for ``text``: the decision at the default TOP_K and
+    INJECT_K, with the tier when ``provider`` is given."""
+    from retriever import semantic, settings
+    top_k, inject_k = settings.limits()
+    if provider is not None:
+        return semantic.search(idx, idx["_path"], text, top_k, provider)[0][:inject_k]
+    return query.search(idx, text, top_k)[:inject_k]
+
+
+def decision_metrics(rows, idx_for_row, provider, relevant):
+    """What enters the prompt, over ``rows``: task turns (``relevant(row,
+    result)`` says whether a result serves the row) and turns that need
+    no skill (no relevant skill exists)."""
+    from retriever import render
+    task = inj_task = right = hit = 0
+    neg = silent = inj_neg = 0
+    chars = 0
+    for r in rows:
+        inj = injected_at_defaults(idx_for_row(r), r["query"], provider)
+        chars += len(render.text_block(inj))
+        if r["_task"]:
+            task += 1
+            inj_task += len(inj)
+            good = sum(1 for x in inj if relevant(r, x))
+            right += good
+            hit += good > 0
         else:
-            own = {}
-            def pick(r):
-                if r["corpus"] not in own:
-                    own[r["corpus"]] = build_index([os.path.join(SHARED, "corpora", r["corpus"])], "default", cache)
-                return own[r["corpus"]]
-            rs = rows
-        line = []
-        for th in THRESHOLDS:
-            hits = npos = silent = nneg = 0
-            for r in rs:
-                inj = query.search(pick(r), r["query"], 5, min_score=th)
-                if r["should_trigger"] is True:
-                    npos += 1
-                    hits += any(matches(x, set(r["expected_skills"])) for x in inj)
-                elif r["should_trigger"] is False and not r["expected_skills"]:
-                    nneg += 1
-                    silent += not inj
-            line.append({"min_score": th, "R@5": hits / max(1, npos), "neg silent": silent / max(1, nneg),
-                         "n_neg": nneg})
-        out[setting] = line
+            neg += 1
+            silent += not inj
+            inj_neg += len(inj)
+    nan = float("nan")
+    return {"task turns": task, "relevant injected": hit / task if task else nan,
+            "per task turn": inj_task / task if task else nan, "relevant share": right / inj_task if inj_task else nan,
+            "no-skill turns": neg, "no-skill silent": silent / neg if neg else nan,
+            "per no-skill turn": inj_neg / neg if neg else nan, "chars per turn": chars / max(1, len(rows))}
+
+
+def decision_rows(rows, cache, provider):
+    """The decision tables: ../shared/eval/turns, the external rows on the
+    mixed corpus and each on its own collection (libraries of 3 to 1,050
+    skills), the multilingual and CJK queries, and the calibration turns
+    (in sample: the decision was fitted on them)."""
+    corpora = os.path.join(SHARED, "corpora")
+    mixed = build_index([os.path.join(corpora, c) for c in MIXED], "default", cache)
+    if provider is not None:
+        with_vectors(provider, mixed)
+    own = {}
+
+    def idx_own(r):
+        c = r["corpus"]
+        if c not in own:
+            own[c] = build_index([os.path.join(corpora, c)], "default", cache)
+            if provider is not None:
+                with_vectors(provider, own[c])
+        return own[c]
+
+    def by_id(r, x):
+        return _skill_id(x["path"]) in r["relevant"]
+
+    def by_name(r, x):
+        return matches(x, set(r["expected_skills"]))
+
+    out = {}
+    turns = [dict(r, _task=bool(r["relevant"])) for r in load_jsonl(TURNS)]
+    if turns:
+        out["turns (dev)"] = decision_metrics(turns, lambda r: mixed, provider, by_id)
+    ext = [dict(r, _task=r["should_trigger"] is True) for r in rows
+           if r["should_trigger"] is True or (r["should_trigger"] is False and not r["expected_skills"])]
+    out["external, mixed"] = decision_metrics([r for r in ext if r["corpus"] in MIXED], lambda r: mixed,
+                                              provider, by_name)
+    out["external, own collection"] = decision_metrics(ext, idx_own, provider, by_name)
+    multi = [dict(r, _task=True) for r in load_jsonl(MULTILINGUAL_QUERIES) if r.get("should_trigger") is True]
+    if multi:
+        out["multilingual"] = decision_metrics(multi, lambda r: mixed, provider, by_name)
+    cjk = [dict(r, _task=True) for r in load_cjk()]
+    if cjk:
+        out["CJK"] = decision_metrics(cjk, lambda r: mixed, provider, by_name)
+    cal = [dict(r, _task=bool(r["relevant"])) for r in load_jsonl(CALIBRATION)]
+    if cal:
+        out["calibration (in sample)"] = decision_metrics(cal, lambda r: mixed, provider, by_id)
     return out
 
 
-def print_tradeoff(tr):
-    print("\nAbstention trade-off, shipped profile (SKILL_RETRIEVAL_MIN_SCORE; default %.1f):"
-          % query.DEFAULT_MIN_SCORE)
-    print("| setting | " + " | ".join("%.1f" % p["min_score"] for p in tr["own"]) + " |")
-    print("|---|" + "---|" * len(tr["own"]))
-    for s, line in tr.items():
-        print("| %s R@5 injected | %s |" % (s, " | ".join("%.3f" % p["R@5"] for p in line)))
-        print("| %s negatives silenced (n=%d) | %s |" % (s, line[0]["n_neg"],
-                                                          " | ".join("%.3f" % p["neg silent"] for p in line)))
+def _skill_id(path):
+    # A result's id as ../shared/eval/turns spells it: its folder under corpora/.
+    return path.rsplit("/SKILL.md", 1)[0].split("/corpora/", 1)[-1]
+
+
+DCOLS = ["task turns", "relevant injected", "per task turn", "relevant share", "no-skill turns",
+         "no-skill silent", "per no-skill turn", "chars per turn"]
+
+
+def print_decision(tables):
+    print("\nWhat is injected at the defaults (TOP_K 6, the calibrated decision; docs/decision.md):")
+    print("| query set | tier | " + " | ".join(DCOLS) + " |")
+    print("|" + "---|" * (2 + len(DCOLS)))
+    for tier, table in tables.items():
+        for name, m in table.items():
+            cells = []
+            for c in DCOLS:
+                v = m.get(c)
+                cells.append("-" if v is None or (isinstance(v, float) and v != v) else
+                             str(v) if isinstance(v, int) else "%.0f" % v if c == "chars per turn" else
+                             "%.2f" % v if c.startswith("per") else "%.3f" % v)
+            print("| %s | %s | %s |" % (name, tier, " | ".join(cells)))
 
 
 COLS = ["R@1", "R@3", "R@5", "MRR@10", "nDCG@10", "neg silent", "wrong injected",

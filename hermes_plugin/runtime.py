@@ -280,7 +280,9 @@ def make_pre_llm_call(state):
             if not text.strip():
                 return None
             from retriever import render
-            block = render.text_block(retrieve(state, text, session_id or "", platform or ""))
+            from retriever.runners import registry
+            block = render.text_block(retrieve(state, text, session_id or "", platform or ""),
+                                      registry.RUNNERS["hermes"]["load"])
             maybe_check(state)
             return {"context": block} if block else None
         except Exception as exc:
@@ -358,8 +360,7 @@ def register(ctx, key="skill-retrieval"):
                   % ("build_skills_system_prompt" if not observed else "clear_skills_system_prompt_cache"))
     refresh(state, "startup")  # warm up off the first turn's path
     top_k, inject_k = settings.limits(warn=log.warning)
-    for name in ("SKILL_RETRIEVAL_MIN_SCORE", "SKILL_RETRIEVAL_MIN_SCORE_RATIO"):
-        settings.get(name, warn=log.warning)  # a bad value is said here, in Hermes' log, once
+    settings.get("SKILL_RETRIEVAL_DECIDE", warn=log.warning)  # a bad value is said here, in Hermes' log, once
     # The first part is the original plugin's line (v0.7.0), which users grep for.
     log.info("Skill retrieval plugin registered (top_k=%d, compact=%s) inject_k=%d, signals=%s",
              top_k, "true" if compact_on else "false", inject_k, ",".join(signals) or "none")

@@ -37,17 +37,25 @@ def query_terms(idx, text, weights=None):
     (``message.split``), so a question before or after a long log keeps
     its terms within the MAX_QUERY_TERMS cap.  ``weights`` (a dict), when
     given, receives PASTED_WEIGHT for each term only a pasted block has."""
+    return _terms(idx, text, weights)[0]
+
+
+def _terms(idx, text, weights):
+    # query_terms, and the message's shape: (terms, words of its own
+    # prose, whether it holds a pasted block).
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
     prose, pasted = text, ""
     if "\n" in text or len(text) > 300:
         from retriever.message import split
         prose, pasted = split(text)
-    for t in analyze(clean_query(prose), opts):
+    prose = clean_query(prose)
+    shape = (len(prose.split()), bool(pasted.strip()))
+    for t in analyze(prose, opts):
         if t not in seen:
             seen[t] = None
             if len(seen) >= MAX_QUERY_TERMS:
-                return list(seen)
+                return list(seen), shape
     if pasted:
         own = len(seen) >= 2
         cap = min(MAX_QUERY_TERMS, len(seen) + MAX_PASTED_TERMS) if own else MAX_QUERY_TERMS
@@ -58,7 +66,22 @@ def query_terms(idx, text, weights=None):
                     weights[t] = PASTED_WEIGHT
                 if len(seen) >= cap:
                     break
-    return list(seen)
+    return list(seen), shape
+
+
+def parse(idx, text):
+    """The message as plain data, parsed once for the ranking and the
+    decision: its ``terms`` and their ``weights``, the BM25 scores
+    (``acc``) and postings (``found``) of ``score``, how many terms count
+    for coverage (``n_scored``), its shape (``words`` of its own prose,
+    ``pasted``) and the share of its terms the library knows (``known``)."""
+    text = clean_query(text)
+    weights = {}
+    terms, (words, pasted) = _terms(idx, text, weights)
+    acc, found = score(idx, terms, weights) if terms else ({}, {})
+    n = n_scored(terms, found)
+    return {"text": text, "terms": terms, "weights": weights, "acc": acc, "found": found, "n_scored": n,
+            "words": words, "pasted": pasted, "known": len(found) / n if n else 0.0}
 
 
 def score(idx, terms, term_weights=None):
@@ -108,64 +131,6 @@ def top(acc, k):
     return sorted(items, key=lambda x: (-x[1], x[0]))[:k]
 
 
-# Small talk that shares words with skill bodies ("ok", "thanks") but never
-# asks for a skill.  Only whole messages of a few such words are silenced.
-CHITCHAT = frozenset("""
-thanks thank thx ty ok okay k kk yes yep yeah no nope sure cool great nice
-good fine perfect awesome hi hello hey bye goodbye lol haha hmm done got it
-right alright sounds that works wow please go ahead continue proceed
-""".split())
-# Calibrated on the external eval set (make eval prints the trade-off):
-# below this share of the query covered, a match is noise more often than not.
-DEFAULT_MIN_SCORE = 0.3
-
-
-def is_chitchat(text):
-    """True for short acknowledgements ("thanks!", "ok go ahead")."""
-    words = text.lower().translate(_PUNCT).split()
-    return len(words) <= 4 and all(w in CHITCHAT for w in words)
-
-
-_PUNCT = {ord(c): " " for c in "!?.,;:'\"()[]{}-~*"}
-
-
-# Results scoring under this share of the best one are a shared word, not a
-# match; dropping them cost no Recall@5 on the eval set and cut the mean
-# injection from 5.4 to 3.9 skills (own collections).
-DEFAULT_MIN_RATIO = 0.3
-
-
-def min_score_setting():
-    """SKILL_RETRIEVAL_MIN_SCORE (0 disables abstention); warns on junk."""
-    from retriever import settings
-    return settings.get("SKILL_RETRIEVAL_MIN_SCORE")
-
-
-def min_ratio_setting():
-    """SKILL_RETRIEVAL_MIN_SCORE_RATIO: drop results under this share of
-    the best score (0 keeps every result); warns on junk."""
-    from retriever import settings
-    return settings.get("SKILL_RETRIEVAL_MIN_SCORE_RATIO")
-
-
-def confidence(idx, found, best_doc, n_terms=None):
-    """How much of the query the best skill covers (0..1): the IDF-weighted
-    share of the query's terms that occur in it.  Words no skill contains
-    count at half the mean IDF of the known ones, so a message that shares
-    one word with the library is not "fully covered".  Unlike a raw BM25
-    score it is comparable across queries and libraries."""
-    idf = idx["idf"]
-    total = covered = 0.0
-    for i, docs in found.values():
-        w = idf[i]
-        total += w
-        if best_doc in docs:
-            covered += w
-    if found and n_terms and n_terms > len(found):
-        total += 0.5 * (total / len(found)) * (n_terms - len(found))
-    return covered / total if total > 0 else 0.0
-
-
 def n_scored(terms, found):
     """How many query terms count for coverage: the known ones, plus
     unknown words except CJK bigrams (most bigrams of a sentence are not
@@ -204,40 +169,19 @@ def ranked(idx, acc, k, keep=None):
         want *= 4
 
 
-def search(idx, text, k, min_score=None, min_ratio=None, keep=None):
-    """Rank skills for ``text``.  Returns a list of result dicts (id, name,
-    path, score, description, vis), best first; scores are > 0.
+def search(idx, text, k, keep=None, decide=True, explain=None):
+    """Rank skills for ``text`` with BM25 and return what to inject: a
+    list of result dicts (id, name, path, score, description, vis), best
+    first, at most ``k``; often one or two, and [] when nothing fits
+    (``retriever.decide``).
 
     ``keep`` (a predicate on result dicts) limits the ranking to what the
-    caller can show: it applies before the top-``k`` cut, the relative
-    floor and abstention.  Returns [] (abstains) for small talk and when
-    the best match covers too little of the query (``min_score``; None
-    reads SKILL_RETRIEVAL_MIN_SCORE, 0 never abstains).  Drops results
-    scoring under ``min_ratio`` of the best (None reads
-    SKILL_RETRIEVAL_MIN_SCORE_RATIO).  With both 0 and no ``keep`` it is
-    the plain BM25 ranking."""
-    if min_score is None:
-        min_score = min_score_setting()
-    if min_ratio is None:
-        min_ratio = min_ratio_setting()
-    # Cut first: the chit-chat check must not scan a 50 MB paste.
-    text = clean_query(text)
-    if min_score > 0 and is_chitchat(text):
+    caller can show: it applies before the top-``k`` cut and the
+    decision.  ``decide=False`` returns the plain ranking, top ``k``.
+    ``explain``, a dict, receives the decision's numbers."""
+    q = parse(idx, text)
+    if not q["terms"]:
         return []
-    weights = {}
-    terms = query_terms(idx, text, weights)
-    if not terms:
-        return []
-    acc, found = score(idx, terms, weights)
-    best = ranked(idx, acc, k, keep)
-    if not best or best[0][1] <= 0.0:
-        return []
-    if min_score > 0 and confidence(idx, found, best[0][0], n_scored(terms, found)) < min_score:
-        return []
-    floor = max(0.0, best[0][1] * min_ratio)
-    out = []
-    for _, s, r in best:
-        if s <= 0.0 or s < floor:
-            break
-        out.append(r)
-    return out
+    from retriever import decide as dc
+    cands = [{"n": n, "score": s, "result": r} for n, s, r in ranked(idx, q["acc"], k, keep) if s > 0.0]
+    return dc.choose(idx, q, cands, k, None, explain) if decide else dc.plain(cands, k, None, explain)

@@ -1,11 +1,12 @@
 """Render results: the injected text block, or JSON for pipes."""
 
 HEADING = "## Retrieved Skills"
-# Runner-neutral: Hermes loads skills with skill_view(name), Claude Code and
-# Codex by name or by reading the SKILL.md.  Factual wording, not an order:
-# imperative "system" text trips prompt-injection defences.
-GUIDANCE = ("Skills that may fit this request; if one applies, load it (skill_view(name), "
-            "or read its SKILL.md) before acting.")
+# Where the text comes from, plainly (a description is its author's text,
+# not the system's), and how this runner loads a skill.  Factual wording,
+# not an order: imperative "system" text trips prompt-injection defences.
+GUIDANCE = ("Skills that may fit this request; each description is quoted from that skill's SKILL.md. "
+            "If one applies, load it %s before acting.")
+LOAD = "with your skill tool, or by reading its SKILL.md"  # no runner named (the command line)
 DESC_MAX = 200
 JSON_DESC_MAX = 2000  # --format json: longer descriptions are cut (README)
 
@@ -39,11 +40,18 @@ def short(desc, limit=DESC_MAX):
     return desc if len(desc) <= limit else desc[: limit - 3] + "..."
 
 
-def text_block(results):
-    """The block injected into the prompt; ``""`` when there are no results."""
+def guidance(load=None):
+    """The block's second line, naming the runner's way to load a skill
+    (a registry record's ``load``)."""
+    return GUIDANCE % (load or LOAD)
+
+
+def text_block(results, load=None):
+    """The block injected into the prompt; ``""`` when there are no
+    results.  ``load``: how the runner loads a skill (``guidance``)."""
     if not results:
         return ""
-    lines = [HEADING, GUIDANCE]
+    lines = [HEADING, guidance(load)]
     for r in results:
         lines.append("- **%s** (%s): %s" % (one_line(r["name"]), one_line(r["id"]), short(r["description"])))
     return "\n".join(lines) + "\n"

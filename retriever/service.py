@@ -324,7 +324,7 @@ def rank(idx, path, text, k, req, keep, provider):
     if provider is None:
         from retriever import query
         req["tiers"] = ["bm25"]
-        return query.search(idx, text, k, keep=keep)
+        return query.search(idx, text, k, keep=keep, decide=settings.get("SKILL_RETRIEVAL_DECIDE"))
     from retriever import semantic
     return semantic.rank(idx, path, text, k, req, keep, provider)
 

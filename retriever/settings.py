@@ -19,7 +19,7 @@ _OFF = _NEVER + ("0",)
 _ON = ("on", "true", "yes", "1")
 
 # name: (kind, default, low, high, default as shown, help)
-#   kind int/float: a number in [low, high]; unit: a float in [0, 1];
+#   kind int/float: a number in [low, high];
 #   seconds_or_off: a float >= 0 or an "off" word (None); flag: on/off words;
 #   choice: "" or one of ``low``; text: any string (paths, names, URLs).
 TABLE = {
@@ -29,12 +29,9 @@ TABLE = {
     "SKILL_RETRIEVAL_INJECT_K": (
         "int", None, 1, K_MAX, "TOP_K",
         "how many of the shortlist are injected or printed, at most (never more than TOP_K; -k sets it)"),
-    "SKILL_RETRIEVAL_MIN_SCORE": (
-        "unit", 0.3, 0.0, 1.0, "0.3",
-        "abstain when the best skill covers less than this share of the query (0 never abstains)"),
-    "SKILL_RETRIEVAL_MIN_SCORE_RATIO": (
-        "unit", 0.3, 0.0, 1.0, "0.3",
-        "drop results scoring under this share of the best one (0 keeps all)"),
+    "SKILL_RETRIEVAL_DECIDE": (
+        "flag", True, None, None, "on",
+        "the calibrated decision of which ranked skills to inject, often one or two, or none (docs/decision.md); off injects the top INJECT_K of the ranking"),
     "SKILL_RETRIEVAL_REVALIDATE": (
         "seconds_or_off", 2.0, 0.0, 1e9, "2",
         "seconds between background freshness checks; off disables them"),
@@ -105,7 +102,7 @@ def parse(name, raw):
         if v is None or not low <= v <= high:
             raise ValueError("expected a whole number from %d to %d" % (low, high))
         return v
-    if kind in ("float", "unit", "seconds_or_off"):
+    if kind in ("float", "seconds_or_off"):
         if kind == "seconds_or_off" and raw.lower() in _NEVER:
             return None
         try:

@@ -34,6 +34,10 @@ _SCRUB = ("CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_PROJE
 
 # In-process callers (the Hermes plugin's tests) see the same default.
 os.environ["SKILL_RETRIEVAL_SEMANTIC"] = "off"
+# The ranking, visibility and plumbing tests read the plain ranking: every
+# skill that matches, best first.  The decision of what to inject has its
+# own tests (test_decide.py), which turn it on.
+os.environ["SKILL_RETRIEVAL_DECIDE"] = "off"
 
 
 def _yaml_dump(data):
@@ -108,7 +112,7 @@ def base_env(tmp_path):
     # The semantic tier (when its extra is installed) starts a helper
     # process; only the tests about it turn it on, each with its own socket.
     env.update(HOME=str(home), XDG_CACHE_HOME=str(cache), SKILL_RETRIEVAL_REVALIDATE="off",
-               SKILL_RETRIEVAL_SEMANTIC="off", LC_ALL="C.UTF-8", XDG_STATE_HOME=str(state_home(tmp_path)))
+               SKILL_RETRIEVAL_SEMANTIC="off", SKILL_RETRIEVAL_DECIDE="off", LC_ALL="C.UTF-8", XDG_STATE_HOME=str(state_home(tmp_path)))
     return env
 
 

@@ -259,7 +259,7 @@ def fuzz_skills(n, seed, work):
         for _ in range(25):
             q = " ".join(rng.sample(words, 3))
             counts["trials"] += 1
-            outcome, value = _trial(lambda: query.search(idx, q, 6, min_score=0, min_ratio=0))
+            outcome, value = _trial(lambda: query.search(idx, q, 6, decide=False))
             if outcome != "ok":
                 counts["hangs" if outcome == "hang" else "crashes"] += 1
                 notes.append("%s querying %r: %s" % (outcome, q, (value or "").splitlines()[-1:]))

@@ -29,7 +29,7 @@ PY = str(REPO / ".venv" / "bin" / "python3") if (REPO / ".venv" / "bin" / "pytho
 QUERY_MODULES = {
     "retriever", "retriever.cli", "retriever.cli.entry", "retriever.locate", "retriever.settings",
     "retriever.store", "retriever.service", "retriever.tokenize", "retriever.analyze",
-    "retriever.query", "retriever.render",
+    "retriever.query", "retriever.decide", "retriever.render",
 }
 # With the semantic tier on and its warm helper answering: the stdlib
 # client, which talks through FIFOs with ``posix`` alone (no ``_socket``,
@@ -437,8 +437,8 @@ def test_readme_settings_table_comes_from_the_table():
 @pytest.mark.parametrize("name,raw,value,warns", [
     ("SKILL_RETRIEVAL_TOP_K", "8", 8, False),
     ("SKILL_RETRIEVAL_TOP_K", "0", 6, True),
-    ("SKILL_RETRIEVAL_MIN_SCORE", "nan", 0.3, True),
-    ("SKILL_RETRIEVAL_MIN_SCORE", "1.5", 0.3, True),
+    ("SKILL_RETRIEVAL_DECIDE", "off", False, False),
+    ("SKILL_RETRIEVAL_DECIDE", "sometimes", True, True),
     ("SKILL_RETRIEVAL_REVALIDATE", "off", None, False),
     ("SKILL_RETRIEVAL_REVALIDATE", "0", 0.0, False),
     ("SKILL_RETRIEVAL_REVALIDATE", "inf", 2.0, True),

@@ -20,7 +20,7 @@ from skillret_helpers import assert_clean, json_results, make_skill
 K1 = 1.5
 B = 0.75
 # Scores are checked as computed: no abstention or relative cut-off in the way.
-PLAIN_BM25 = {"SKILL_RETRIEVAL_MIN_SCORE": "0", "SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0"}
+PLAIN_BM25 = {"SKILL_RETRIEVAL_DECIDE": "off"}
 
 # id -> frontmatter.  Ids sort a-, b-, c-; names deliberately do not.
 CORPUS = {

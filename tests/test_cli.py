@@ -28,7 +28,7 @@ def lib(tmp_path_factory):
     index = tmp / "cli.skr"
     # The count contract is tested on plain BM25 ranking: the quality
     # cut-offs (abstention, share of the best score) are tested elsewhere.
-    base = dict(base_env(tmp), SKILL_RETRIEVAL_MIN_SCORE="0", SKILL_RETRIEVAL_MIN_SCORE_RATIO="0")
+    base = dict(base_env(tmp), SKILL_RETRIEVAL_DECIDE="off")
     workdir = tmp / "cwd"
     workdir.mkdir()
 

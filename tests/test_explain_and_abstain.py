@@ -1,4 +1,4 @@
-"""explain, abstention and the relative floor, as a user meets them (issue 5)."""
+"""explain and the decision of what to inject, as a user meets them (issues 5 and 29)."""
 
 import json
 import re
@@ -71,51 +71,102 @@ def test_explain_says_why_a_named_skill_is_missing(cli, lib):
     assert "no-such-skill: no such skill in this index" in proc.stdout
 
 
+DECIDE = {"SKILL_RETRIEVAL_DECIDE": None}  # the default: the calibrated decision (conftest turns it off)
+
+
 def test_small_talk_injects_nothing(cli, lib):
     root, index = lib
-    for msg in ("thanks!", "ok, go ahead", "Perfect, thank you"):
-        proc = cli("--root", root, "--index", index, msg)
+    for msg in ("thanks!", "ok, go ahead", "Perfect, thank you", "thanks, that worked!",
+                "can you make that last answer a bit shorter?"):
+        proc = cli("--root", root, "--index", index, msg, env=DECIDE)
         assert_clean(proc)
-        assert proc.stdout == ""
-    # With abstention off, the same words are ranked like any other query.
+        assert proc.stdout == "", msg
+    # With the decision off, the same words are ranked like any other query.
     proc = cli("--root", root, "--index", index, "--format", "json", "ok", "pdf",
-               env={"SKILL_RETRIEVAL_MIN_SCORE": "0"})
+               env={"SKILL_RETRIEVAL_DECIDE": "off"})
     assert json_results(proc)[0]["id"] == "docs/pdf-extract"
 
 
-def test_weak_coverage_abstains_and_zero_disables_it(cli, lib):
+def test_one_clear_winner_is_injected_alone(cli, lib):
     root, index = lib
-    # One word of six known to the library, shared by a single skill.
-    words = ["bake", "sourdough", "bread", "overnight", "without", "pdf"]
-    on = cli("--root", root, "--index", index, "--format", "json", *words,
-             env={"SKILL_RETRIEVAL_MIN_SCORE": "0.9"})
-    assert json_results(on) == []
-    off = cli("--root", root, "--index", index, "--format", "json", *words,
-              env={"SKILL_RETRIEVAL_MIN_SCORE": "0"})
-    assert [r["id"] for r in json_results(off)] == ["docs/pdf-extract"]
+    words = ["extract", "the", "text", "of", "my", "scanned", "pdf", "file"]
+    on = json_results(cli("--root", root, "--index", index, "--format", "json", *words, env=DECIDE))
+    assert [r["id"] for r in on] == ["docs/pdf-extract"]
+    # The ranking itself lists more: the decision chose one.
+    off = json_results(cli("--root", root, "--index", index, "--format", "json", *words,
+                           env={"SKILL_RETRIEVAL_DECIDE": "off"}))
+    assert off[0]["id"] == "docs/pdf-extract" and len(off) >= 2
 
 
-def test_relative_floor_drops_the_tail(cli, lib):
-    root, index = lib
-    words = ["clean", "the", "csv", "data", "then", "review", "it"]
-    full = json_results(cli("--root", root, "--index", index, "--format", "json", *words,
-                            env={"SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0"}))
-    assert len(full) >= 2 and full[0]["id"] == "data/csv-clean"
-    cut = json_results(cli("--root", root, "--index", index, "--format", "json", *words,
-                           env={"SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0.99"}))
-    assert [r["id"] for r in cut] == ["data/csv-clean"]
+def test_several_skills_that_each_fit_are_injected_and_k_stays_a_maximum(cli, tmp_path):
+    root = tmp_path / "skills"
+    # Two copies of one skill from two collections, and one unrelated.
+    for coll in ("team-a", "team-b"):
+        make_skill(root, coll + "/pdf-ocr", {"name": "pdf-ocr-" + coll,
+                   "description": "Extract the text of scanned PDF files with OCR (tesseract)."},
+                   body="# PDF OCR\n\nRun tesseract on each page image of a scanned PDF.\n")
+    make_skill(root, "ops/k8s-certs", {"name": "k8s-certs",
+               "description": "Rotate the TLS certificates of a Kubernetes cluster."})
+    index = tmp_path / "i.skr"
+    q = ["ocr", "the", "text", "out", "of", "this", "scanned", "pdf", "with", "tesseract"]
+    got = json_results(cli("--root", root, "--index", index, "--format", "json", *q, env=DECIDE))
+    assert sorted(r["id"] for r in got) == ["team-a/pdf-ocr", "team-b/pdf-ocr"]
+    one = json_results(cli("--root", root, "--index", index, "--format", "json", "-k", "1", *q, env=DECIDE))
+    assert len(one) == 1 and one[0]["id"] in ("team-a/pdf-ocr", "team-b/pdf-ocr")
 
 
-@pytest.mark.parametrize("name", ["SKILL_RETRIEVAL_MIN_SCORE", "SKILL_RETRIEVAL_MIN_SCORE_RATIO"])
 @pytest.mark.parametrize("value", ["high", "-1", "2"])
-def test_bad_thresholds_warn_and_use_the_default(cli, built, name, value):
+def test_a_bad_decide_value_warns_and_uses_the_default(cli, built, value):
     root, index = built
-    proc = cli("--root", root, "--index", index, "--format", "json", "scanned", "pdf",
-               env={name: value})
+    proc = cli("--root", root, "--index", index, "--format", "json", "extract", "text", "from", "a",
+               "scanned", "pdf", env={"SKILL_RETRIEVAL_DECIDE": value})
     assert proc.returncode == 0
-    assert json_results(proc)[0]["id"] == "docs/pdf-extract"
-    assert name in proc.stderr and "Traceback" not in proc.stderr
+    assert [r["id"] for r in json_results(proc)] == ["docs/pdf-extract"]
+    assert "SKILL_RETRIEVAL_DECIDE" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_explain_shows_the_decision_that_was_made(cli, lib):
+    root, index = lib
+    words = ["extract", "the", "text", "of", "my", "scanned", "pdf", "file"]
+    injected = json_results(cli("--root", root, "--index", index, "--format", "json", *words, env=DECIDE))
+    proc = cli("explain", "--root", root, "--index", index, *words, env=DECIDE)
+    assert_clean(proc)
+    out = proc.stdout
+    assert re.search(r"decision \(bm25 model, docs/decision.md\): the gate gives 0\.\d\d that this turn "
+                     r"needs a skill \(threshold 0\.\d\d\): the best candidate is injected", out)
+    assert "gate features: coverage 1.000" in out
+    marked = re.findall(r"^  #\d+ \S+ \((\S+)\)  score [0-9.]+  (injected|not injected)", out, re.M)
+    assert [sid for sid, verdict in marked if verdict == "injected"] == [r["id"] for r in injected]
+    assert len(marked) >= 2 and "features: score / best" in out
+    # Small talk: explain says the gate said no, and nothing is marked injected.
+    out = cli("explain", "--root", root, "--index", index, "thanks, that worked!", env=DECIDE).stdout
+    assert "injected" not in out.replace("not injected", "").replace("nothing is injected", "")
+
+
+def test_the_guidance_line_names_each_runners_way_to_load_a_skill(cli, lib):
+    import json as _json
+    from retriever import render
+    from retriever.runners import registry
+    root, index = lib
+    prompt = "extract the text of my scanned pdf"
+    block = cli("--root", root, "--index", index, prompt, env=DECIDE).stdout
+    assert block.splitlines()[1] == render.guidance()
+    want = {"claude-code": "Skill tool", "codex": "SKILL.md", "gemini": "activate_skill",
+            "hermes": "skill_view(name)", "opencode": "skill tool"}
+    for runner, words in want.items():
+        rec = registry.RUNNERS[runner]
+        payload = dict(rec["payload"])
+        node = payload
+        for key in rec["prompt"][:-1]:
+            node = node.setdefault(key, {})
+        node[rec["prompt"][-1]] = prompt
+        proc = cli("hook", runner, "--root", root, "--index", index, input=_json.dumps(payload), env=DECIDE)
+        assert proc.returncode == 0 and proc.stderr == ""
+        assert words in render.guidance(rec["load"]) and render.guidance(rec["load"]) in \
+            proc.stdout.encode().decode("unicode_escape"), runner
+    # Every runner says where each description comes from.
+    assert "quoted from that skill's SKILL.md" in render.guidance()
 
 
 def test_make_eval_harness_prints_the_table(tmp_path):
@@ -144,9 +195,9 @@ def test_make_eval_harness_prints_the_table(tmp_path):
     assert own["R@1"] == 1.0 and own["neg silent"] == 1.0
 
 
-def test_keep_filters_before_the_cut_the_floor_and_abstention(cli, lib):
+def test_keep_filters_before_the_cut_and_the_decision(cli, lib):
     """query.search(keep=...): candidates failing ``keep`` take no top-k
-    place, set no floor and decide no abstention; keep=None is unchanged."""
+    place and decide nothing; keep=None is unchanged."""
     from retriever import store
     from retriever.query import search
     root, index = lib
@@ -154,16 +205,13 @@ def test_keep_filters_before_the_cut_the_floor_and_abstention(cli, lib):
     idx = store.load(str(index))
     q = "extract text from scanned pdf files with ocr, then rotate the kubernetes tls certificates"
     for k in (1, 2, 6):
-        assert search(idx, q, k, 0.3, 0.3) == search(idx, q, k, 0.3, 0.3, keep=lambda r: True)
-    allr = search(idx, q, 6, 0, 0)
+        assert search(idx, q, k) == search(idx, q, k, keep=lambda r: True)
+    allr = search(idx, q, 6, decide=False)
     assert len(allr) >= 3 and allr[1]["score"] < allr[0]["score"]
     best, second = allr[0]["name"], allr[1]["name"]
     hide = lambda r: r["name"] != best
     # Hidden first: the next match takes the one place, and what is hidden
     # is never returned.
-    assert [r["name"] for r in search(idx, q, 1, 0, 0, keep=hide)] == [second]
-    assert best not in [r["name"] for r in search(idx, q, 6, 0, 0, keep=hide)]
-    # Without keep, the hidden best sets a floor the next match is under.
-    floor = (1 + allr[1]["score"] / allr[0]["score"]) / 2
-    assert [r["name"] for r in search(idx, q, 6, 0, floor)] == [best]
-    assert [r["name"] for r in search(idx, q, 6, 0, floor, keep=hide)][0] == second
+    assert [r["name"] for r in search(idx, q, 1, keep=hide, decide=False)] == [second]
+    assert best not in [r["name"] for r in search(idx, q, 6, keep=hide)]
+    assert search(idx, q, 6, keep=hide)[0]["name"] == second

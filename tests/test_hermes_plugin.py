@@ -21,7 +21,7 @@ import pytest
 import hermes_plugin
 from hermes_plugin import runtime
 from retriever import compact, query as rquery, render, visibility
-from retriever.runners import hermes_install
+from retriever.runners import hermes_install, registry
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
@@ -173,7 +173,8 @@ def cli_block(root, index, query, env_extra=None):
     cp = subprocess.run([str(CLI), "--root", str(root), "--index", str(index), "--format", "text", query],
                         capture_output=True, text=True, env=env, timeout=60)
     assert cp.returncode == 0, cp.stderr
-    return cp.stdout
+    # The same block, its guidance line naming Hermes' way to load a skill.
+    return cp.stdout.replace(render.guidance(), render.guidance(registry.RUNNERS["hermes"]["load"]))
 
 
 class FakeHermes:
@@ -377,7 +378,7 @@ def test_hook_block_equals_the_cli_block(hermes_home, tmp_path):
     out = ctx.hook()(**turn_kwargs(query))
     assert out == {"context": cli_block(hermes_home / "skills", tmp_path / "cli.skr", query)}
     assert injected(out)[0] == "k8s-cert-rotation"
-    assert out["context"] == render.text_block(runtime.retrieve(state, query))
+    assert out["context"] == render.text_block(runtime.retrieve(state, query), registry.RUNNERS["hermes"]["load"])
     # Content parts give the same block as the plain string.
     parts = [{"type": "text", "text": query}, {"type": "image_url", "image_url": {"url": "data:,"}}]
     assert ctx.hook()(**turn_kwargs(parts, is_first_turn=False)) == out
@@ -390,7 +391,7 @@ def test_hook_goes_through_the_llm_rerank_when_switched_on(hermes_home, tmp_path
     import threading
     ctx, state = start()
     query = "rotate the kubernetes TLS certificates, then extract the text of a scanned pdf with ocr"
-    monkeypatch.setenv("SKILL_RETRIEVAL_MIN_SCORE_RATIO", "0")  # a longer shortlist to choose from
+    monkeypatch.setenv("SKILL_RETRIEVAL_DECIDE", "off")  # a longer shortlist to choose from
     shortlist = [r["id"] for r in runtime.retrieve(state, query)]
     assert len(shortlist) >= 2
     pick = shortlist[-1]
@@ -456,8 +457,7 @@ def test_top_k_and_inject_k_are_honoured(hermes_home, monkeypatch):
 
 
 @pytest.mark.parametrize("name,value", [("SKILL_RETRIEVAL_TOP_K", "abc"), ("SKILL_RETRIEVAL_INJECT_K", "0"),
-                                        ("SKILL_RETRIEVAL_MIN_SCORE", "2"),
-                                        ("SKILL_RETRIEVAL_MIN_SCORE_RATIO", "x")])
+                                        ("SKILL_RETRIEVAL_DECIDE", "2")])
 def test_an_invalid_setting_warns_once_not_every_turn(hermes_home, monkeypatch, caplog, capfd, name, value):
     from retriever import settings
     monkeypatch.setattr(settings, "_warned", set())  # a fresh process
@@ -572,7 +572,7 @@ def test_enabled_plugins_skills_are_ranked_under_their_plugin_name(hermes_home, 
     ctx, state = start()
     got = injected(ctx.hook()(**turn_kwargs(FTP)))
     assert got == ["myplug:ftp-mirror"]
-    names = {r["name"] for r in rquery.search(state["idx"], "ftp", 20, 0, 0)}
+    names = {r["name"] for r in rquery.search(state["idx"], "ftp", 20, decide=False)}
     assert names == {"myplug:ftp-mirror"}  # neither the disabled skill nor the disabled plugin's
     # Inside Hermes its registry has the last word: a skill the plugin did
     # not register (ctx.register_skill) does not load, so it is not offered.
@@ -598,7 +598,7 @@ QUERIES = {
 def ranked(state, query):
     """What the index ranks for ``query`` before any visibility filter."""
     from retriever import query as q
-    return [r["name"] for r in q.search(state["idx"], query, 6)]
+    return [r["name"] for r in q.search(state["idx"], query, 6, decide=False)]
 
 
 def test_visibility_follows_hermes_rules_at_call_time(hermes_home, monkeypatch):

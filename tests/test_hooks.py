@@ -81,11 +81,16 @@ def hook(cli):
     return run
 
 
-def expected_block(cli, root, prompt):
-    """The plain query's text block for the same library and prompt."""
+def expected_block(cli, root, prompt, runner=None):
+    """The plain query's text block for the same library and prompt, its
+    guidance line naming ``runner``'s way to load a skill."""
+    from retriever import render
+    from retriever.runners import registry
     proc = cli("--root", root, prompt)
     assert proc.returncode == 0 and proc.stdout, proc
-    return proc.stdout
+    assert render.guidance() in proc.stdout
+    load = registry.RUNNERS[runner]["load"] if runner else None
+    return proc.stdout.replace(render.guidance(), render.guidance(load))
 
 
 def parse(proc):
@@ -99,7 +104,7 @@ def parse(proc):
 
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_each_runner_gets_its_exact_shape(runner, hook, cli, skills, log):
-    block = expected_block(cli, skills, PROMPT)
+    block = expected_block(cli, skills, PROMPT, runner)
     assert "**pdf-extract**" in block
     doc = parse(hook(runner, payload(runner, PROMPT), "--root", skills))
     if runner in ("claude-code", "codex"):
@@ -137,7 +142,7 @@ def test_hermes_prompt_as_content_parts(hook, cli, skills):
                                   {"type": "image_url", "image_url": {"url": "data:x"}},
                                   {"type": "text", "text": "of my scanned pdf invoice"}]
     doc = parse(hook("hermes", p, "--root", skills))
-    assert doc == {"context": expected_block(cli, skills, "pull the text out\nof my scanned pdf invoice")}
+    assert doc == {"context": expected_block(cli, skills, "pull the text out\nof my scanned pdf invoice", "hermes")}
 
 
 def test_non_ascii_prompt_and_skill(hook, tmp_path):

@@ -306,7 +306,7 @@ def test_a_verified_large_index_reads_entries_and_answers_as_the_whole_file(big_
             store.doc(lazy, bad)
     from retriever import query
     for q in ("topic17 shared3", "word5x7 line", "shared4"):
-        assert query.search(lazy, q, 5, 0, 0) == query.search(whole, q, 5, 0, 0)
+        assert query.search(lazy, q, 5, decide=False) == query.search(whole, q, 5, decide=False)
 
 
 def test_an_index_not_known_good_still_reads_and_checks_its_tables_whole(big_index, tmp_path):
@@ -342,4 +342,4 @@ def test_a_vocabulary_too_large_for_heads_in_the_header_reads_its_tables_whole(b
     idx = store.load(str(index))
     assert "term_blob" in idx and idx["post_crc"] is None  # whole, and known good
     whole = store.load_bytes(big_index.read_bytes())
-    assert query.search(idx, "topic17 shared3", 5, 0, 0) == query.search(whole, "topic17 shared3", 5, 0, 0) != []
+    assert query.search(idx, "topic17 shared3", 5, decide=False) == query.search(whole, "topic17 shared3", 5, decide=False) != []

@@ -43,7 +43,7 @@ import sys
 HOT = (
     "retriever", "retriever.cli", "retriever.cli.entry", "retriever.cli.bundle",
     "retriever.locate", "retriever.settings", "retriever.service", "retriever.store",
-    "retriever.query", "retriever.analyze", "retriever.tokenize", "retriever.render",
+    "retriever.query", "retriever.decide", "retriever.analyze", "retriever.tokenize", "retriever.render",
     "retriever.message", "retriever.userroots",
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
     "retriever.runners.skillsets", "retriever.visibility", "retriever.jsonlite",

@@ -53,7 +53,7 @@ def breakdown(skill, terms, profile, n_docs, avglen, df):
 
 def run(args):
     """Print the explanation; returns the exit code."""
-    from retriever import build, query, service, settings, skills, store
+    from retriever import build, query, semantic, service, settings, skills, store
     from retriever.service import read_stdin
     text = " ".join(args.words) if args.words else read_stdin()
     top_k, inject_k = settings.limits(args.k)
@@ -62,8 +62,13 @@ def run(args):
     profile = {"k1": hdr["params"]["k1"], "fields": hdr["params"]["fields"],
                "analyzer": hdr["params"]["analyzer"]}
     terms = query.query_terms(idx, text)
-    results = query.search(idx, text, top_k, min_score=0, min_ratio=0)
-    injected = query.search(idx, text, top_k)[:inject_k]
+    # The ranking and the decision exactly as a query makes them, with the
+    # model in this process when the tier is on (explain is not timed).
+    provider, tier = semantic.explain_provider(idx, path)
+    info = {}
+    injected, tiers = semantic.search(idx, path, text, top_k, provider, explain=info,
+                                      decide=settings.get("SKILL_RETRIEVAL_DECIDE"))
+    injected = injected[:inject_k]
     recs, _, _ = skills.collect(build.scope_of(hdr)["roots"], set(hdr["disabled"]))
     by_id = {r["id"]: r for r in recs}
     by_name = {}
@@ -82,32 +87,27 @@ def run(args):
     unknown = [t for t in terms if t not in df]
     if unknown:
         w("not in any skill: %s\n" % " ".join(unknown))
-    acc, found = query.score(idx, terms)
-    ms, mr = query.min_score_setting(), query.min_ratio_setting()
-    conf = None
-    if acc:
-        best = query.top(acc, 1)[0][0]
-        conf = query.confidence(idx, found, best, query.n_scored(terms, found))
-        # Say what the number counts: a CJK query whose pairs match nothing
-        # but one word is "fully covered" only in the terms that count.
+        # Say what coverage counts: most CJK pairs of a sentence are not
+        # words, so their absence says nothing (query.n_scored).
         skipped = [t for t in unknown if query.is_cjk_token(t)]
-        w("confidence %.2f: the share of the counted query terms the best skill covers (%d in some skill, "
-          "%d in none)%s; threshold %.2f: %s\n"
-          % (conf, len(found), len(unknown) - len(skipped),
-             "; not counted: %d CJK pair(s) in no skill (most pairs in a sentence are not words)"
-             % len(skipped) if skipped else "", ms, "injected" if injected else "abstains, nothing is injected"))
+        if skipped:
+            w("coverage counts %d term(s) in some skill and %d in none; not counted: %d CJK pair(s) in no skill "
+              "(most pairs in a sentence are not words)\n"
+              % (len(df), len(unknown) - len(skipped), len(skipped)))
+    if "alpha" in info:
+        w("ranking: BM25 fused with the encoder: %.2f x BM25/BM25max + %.2f x cosine (BM25's weight rises "
+          "with the share of the query BM25 covers, %.2f here, and is low for non-Latin queries)\n"
+          % (info["alpha"], 1 - info["alpha"], info["coverage_bm25_best"]))
+    else:
+        w("ranking: BM25%s\n" % ("" if tier == "off" else " alone (semantic tier: %s)" % tier))
+    cands = info.get("cands", [])
     printed = set(r["id"] for r in injected)
-    w("%d listed, %d injected%s\n" % (len(results), len(injected),
-                                      "; each other one is marked with the rule that cut it" if
-                                      len(results) > len(injected) else ""))
-    w("\n")
-    from retriever import semantic
-    semantic.explain(idx, path, text, top_k, w)
+    _decision(w, info, cands, printed, inject_k, settings.get("SKILL_RETRIEVAL_DECIDE"))
     shown = set()
-    for rank, r in enumerate(results, 1):
-        shown.add(r["id"])
-        status = "injected" if r["id"] in printed else _cut_rule(rank, r, results, conf, ms, mr, inject_k, text)
-        _explain_one(w, rank, r["score"], by_id.get(r["id"]), terms, profile, n, avglen, df, status)
+    for rank, c in enumerate(cands, 1):
+        shown.add(c["id"])
+        _explain_one(w, rank, c["score"], by_id.get(c["id"]), terms, profile, n, avglen, df,
+                     "injected" if c["id"] in printed else "not injected")
     for want in args.skill:
         rec = by_id.get(want) or by_name.get(want)
         if rec is None:
@@ -123,29 +123,46 @@ def run(args):
               "match it must appear in its name, description, triggers, tags or body.\n"
               % (one_line(rec["name"]), one_line(rec["id"])))
             continue
-        full = query.search(idx, text, 1000, min_score=0, min_ratio=0)
+        full = query.search(idx, text, 1000, decide=False)
         pos = next((i for i, r in enumerate(full, 1) if r["id"] == rec["id"]), None)
-        w("%s (%s) is not listed: it ranks %s with score %.3f; the last listed scores %.3f.\n"
+        w("%s (%s) is not listed: it ranks %s by BM25 with score %.3f; the last listed scores %.3f.\n"
           % (one_line(rec["name"]), one_line(rec["id"]), "#%d" % pos if pos else "below the cut", total,
-             results[-1]["score"] if results else 0.0))
+             cands[-1]["score"] if cands else 0.0))
         _explain_one(w, pos or 0, total, rec, terms, profile, n, avglen, df)
     return 0
 
 
-def _cut_rule(rank, r, results, conf, ms, mr, inject_k, text):
-    """Why ranked result ``r`` is not injected, in the order the cuts apply."""
-    from retriever import query
-    if ms > 0 and query.is_chitchat(text):
-        return "cut: small talk, nothing is injected"
-    if ms > 0 and conf is not None and conf < ms:
-        return "cut: abstention (confidence %.2f < SKILL_RETRIEVAL_MIN_SCORE %.2f)" % (conf, ms)
-    floor = results[0]["score"] * mr
-    if r["score"] < floor:
-        return ("cut: under SKILL_RETRIEVAL_MIN_SCORE_RATIO (%.3f < %.2f x best = %.3f)"
-                % (r["score"], mr, floor))
-    if rank > inject_k:
-        return "cut: beyond the %d injected (-k or SKILL_RETRIEVAL_INJECT_K)" % inject_k
-    return "cut"
+def _decision(w, info, cands, printed, inject_k, on):
+    """The decision as ``decide.choose`` made it: the gate's features and
+    probability, then each candidate's, and the verdicts."""
+    if not on:
+        w("decision: off (SKILL_RETRIEVAL_DECIDE=off): the top %d of the ranking are injected\n\n" % inject_k)
+        return
+    if not cands:
+        w("decision: no skill shares a word with the query or is close to it: nothing is injected\n\n")
+        return
+    w("decision (%s model, docs/decision.md): the gate gives %.2f that this turn needs a skill "
+      "(threshold %.2f): %s\n" % (info["mode"], info["gate"], info["gate_threshold"],
+                                  "the best candidate is injected" if info["passed"] else "nothing is injected"))
+    w("  gate features: %s\n" % ", ".join("%s %.3f" % (k, v) for k, v in zip(info["gate_names"][1:],
+                                                                           cands[0]["x"][1:])))
+    for i, c in enumerate(cands, 1):
+        if i == 1:
+            verdict = "injected" if c["id"] in printed else "not injected"
+        elif not info["passed"]:
+            verdict = "not injected (the gate said no skill)"
+        elif c["inject"] and c["id"] not in printed:
+            verdict = "cut: beyond the %d injected (-k or SKILL_RETRIEVAL_INJECT_K)" % inject_k
+        else:
+            verdict = "%s (p %.2f %s %.2f)" % ("injected" if c["inject"] else "not injected", c["p"],
+                                             ">=" if c["inject"] else "<", info["more_threshold"])
+        cos = "" if c.get("cos") is None else "  cosine %.3f" % c["cos"]
+        w("  #%d %s (%s)  score %.3f%s  %s\n" % (i, one_line(c["name"]), one_line(c["id"]), c["score"], cos,
+                                                verdict))
+        if i > 1:
+            w("      features: %s\n" % ", ".join("%s %.3f" % (k, v) for k, v in zip(info["more_names"][1:],
+                                                                                c["x"][1:])))
+    w("\n")
 
 
 def _explain_one(w, rank, score, rec, terms, profile, n, avglen, df, status=""):

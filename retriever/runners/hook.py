@@ -109,16 +109,17 @@ def fit(runner, results):
     output stays under the runner's cap (whole skills are dropped, never
     cut mid-line); the empty output when not even one fits."""
     from retriever.render import text_block
-    cap = runner_record(runner)["cap"]
+    rec = runner_record(runner)
+    cap, load = rec["cap"], rec.get("load")
     if results:
-        out = envelope(runner, text_block(results))
+        out = envelope(runner, text_block(results, load))
         if len(out) < cap:
             return out  # the usual case: everything fits, one rendering
     lo, hi = 0, len(results)
     best = empty_output(runner)
     while lo < hi:  # the length grows with the prefix: bisect on it
         mid = (lo + hi + 1) // 2
-        out = envelope(runner, text_block(results[:mid]))
+        out = envelope(runner, text_block(results[:mid], load))
         if len(out) < cap:
             best = out
             lo = mid

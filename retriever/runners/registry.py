@@ -28,6 +28,8 @@ A record is a plain dict:
             folders and config rules)
   payload   a sample stdin for doctor's live probe (the prompt is filled in)
   note      one line shown after install
+  load      how the model loads a skill in this runner, for the injected
+            block's guidance line ("with the Skill tool")
 
 Hot path: the hook imports this module on every prompt, so it is data only.
 """
@@ -36,6 +38,7 @@ _CLAUDE_SHAPE = '{"hookSpecificOutput": {"hookEventName": "%s", "additionalConte
 
 RUNNERS = {
     "claude-code": {
+        "load": 'with the Skill tool',
         "event": "UserPromptSubmit",
         "prompt": ("prompt",),
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
@@ -49,6 +52,7 @@ RUNNERS = {
         "note": "Claude Code runs it on every prompt (check with /hooks).",
     },
     "codex": {
+        "load": 'by reading its SKILL.md',
         "event": "UserPromptSubmit",
         "prompt": ("prompt",),
         # Codex validates against a strict schema: no other keys.
@@ -66,6 +70,7 @@ RUNNERS = {
                  "--dangerously-bypass-hook-trust to codex exec."),
     },
     "gemini": {
+        "load": 'with the activate_skill tool',
         "event": "BeforeAgent",
         "prompt": ("prompt",),
         "output": _CLAUDE_SHAPE % "BeforeAgent",
@@ -81,6 +86,7 @@ RUNNERS = {
                  "enable them in settings.json (hooksConfig.enabled or, in older releases, tools.enableHooks)."),
     },
     "cline": {
+        "load": 'by reading its SKILL.md',
         "event": "UserPromptSubmit",
         "prompt": ("userPromptSubmit", "prompt"),
         "output": '{"cancel": false, "contextModification": %s}\n',
@@ -100,6 +106,7 @@ RUNNERS = {
                  "reaches the model in the VS Code extension."),
     },
     "hermes": {
+        "load": 'with skill_view(name)',
         "event": "pre_llm_call",
         "prompt": ("extra", "user_message"),
         "output": '{"context": %s}\n',
@@ -116,6 +123,7 @@ RUNNERS = {
     # JS in process.  The plugin below asks `skill-retrieve hook opencode`
     # on each user message and adds the block as a synthetic text part.
     "opencode": {
+        "load": 'with the skill tool',
         "event": "chat.message",
         "prompt": ("prompt",),
         "output": '{"context": %s}\n',

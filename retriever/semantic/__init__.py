@@ -27,6 +27,9 @@ from retriever import locate
 
 BM25 = ("bm25",)
 FUSED = ("bm25", "semantic")
+# Skill number CHAT in a provider's cosines is no skill: the message's
+# likeness to the bank of turns that need no skill (decide.py).
+CHAT = -1
 
 
 def turned_off():
@@ -77,51 +80,45 @@ def encoder_text(text):
     return (prose or pasted)[:2000]
 
 
-def search(idx, index_path, text, k, provider, min_score=None, min_ratio=None, keep=None):
-    """Rank skills for ``text``; returns ``(results, tiers)``.
+def search(idx, index_path, text, k, provider, keep=None, decide=True, explain=None):
+    """Rank skills for ``text`` and decide what to inject; returns
+    ``(results, tiers)``.
 
     BM25 only (``query.search``, tiers ``("bm25",)``) when ``provider`` is
     None or cannot answer; otherwise the fusion of ``fuse`` over BM25's
-    pool and the encoder's top, tiers ``("bm25", "semantic")``.  With the
-    tier, abstention needs both signals weak: the best fused skill covers
-    under ``min_score`` of the query (the lexical test) *and* its cosine is
-    under ``fuse.MIN_COSINE``; so a question in another language, which
-    shares no words with an English skill, is no longer silenced when the
-    encoder finds a close skill.  ``keep`` limits the ranking to what the
-    caller can show."""
+    pool and the encoder's top, tiers ``("bm25", "semantic")``, and the
+    decision with the encoder's numbers (``retriever.decide``): a question
+    in another language, which shares no words with an English skill, is
+    not silenced when the encoder finds a close skill.  ``keep`` limits
+    the ranking to what the caller can show; ``decide=False`` returns the
+    plain ranking; ``explain``, a dict, receives the decision's numbers."""
     from retriever import query
     session = provider.begin(index_path, idx, encoder_text(text)) if provider is not None else None
     if session is not None:
-        if min_score is None:
-            min_score = query.min_score_setting()
-        if min_ratio is None:
-            min_ratio = query.min_ratio_setting()
-        if min_score > 0 and query.is_chitchat(text):
-            return [], FUSED
-        out = fused_search(idx, text, k, session, min_score, min_ratio, keep)
+        out = fused_search(idx, text, k, session, keep, decide, explain)
         if out is not None:
             return out, FUSED
-    from retriever import query
-    return query.search(idx, text, k, min_score, min_ratio, keep=keep), BM25
+    return query.search(idx, text, k, keep=keep, decide=decide, explain=explain), BM25
 
 
-def fused_search(idx, text, k, session, min_score, min_ratio, keep=None, explain=None):
-    """The fused ranking, or None when the session gives no cosines.
-    ``explain``, a dict, receives the numbers behind the decision."""
-    from retriever import query, store
+def fused_search(idx, text, k, session, keep=None, decide=True, explain=None):
+    """The fused ranking and the decision over it, or None when the
+    session gives no cosines."""
+    from retriever import decide as dc, query, store
     from retriever.semantic import fuse
-    weights = {}
-    terms = query.query_terms(idx, text, weights)
-    acc, found = query.score(idx, terms, weights) if terms else ({}, {})
+    q = query.parse(idx, text)
+    acc = q["acc"]
     bm_top = query.top(acc, fuse.BM25_POOL)
     cos = session(encoder_text(text), [d for d, _ in bm_top])
     if cos is None:
         return None
-    n_terms = query.n_scored(terms, found)
-    cover_best = query.confidence(idx, found, bm_top[0][0], n_terms) if bm_top else 0.0
+    # Skill number -1 is no skill: the message's likeness to the bank of
+    # turns that need none (helper.packed), an encoder number like the rest.
+    chat = cos.pop(CHAT, None)
+    cover_best = dc.confidence(idx, q["found"], bm_top[0][0], q["n_scored"]) if bm_top else 0.0
     alpha = fuse.alpha_for(text, cover_best)
     fused = fuse.fuse(acc, bm_top, cos, alpha)
-    picked = []
+    cands = []
     for d, f, c in fused:
         if f <= 0.0:
             break
@@ -129,23 +126,20 @@ def fused_search(idx, text, k, session, min_score, min_ratio, keep=None, explain
         r = {"id": rid, "name": name, "path": path, "score": round(f, 6), "description": desc,
              "vis": vis, "cosine": round(c, 4), "bm25": round(acc.get(d, 0.0), 6)}
         if keep is None or keep(r):
-            picked.append((d, f, c, r))
-            if len(picked) >= k:
+            cands.append({"n": d, "score": f, "cos": c, "result": r})
+            if len(cands) >= k:
                 break
     if explain is not None:
-        explain.update(alpha=alpha, coverage_bm25_best=cover_best, pool=len(fused),
-                       min_cosine=fuse.MIN_COSINE, min_score=min_score)
-    if not picked:
-        return []
-    d0, f0, c0, _ = picked[0]
-    coverage = query.confidence(idx, found, d0, n_terms) if found else 0.0
-    silent = min_score > 0 and coverage < min_score and c0 < fuse.MIN_COSINE
-    if explain is not None:
-        explain.update(best_cosine=c0, best_coverage=coverage, abstained=silent)
-    if silent:
-        return []
-    floor = f0 * min_ratio
-    return [r for _, f, _, r in picked if f >= floor]
+        explain.update(alpha=alpha, coverage_bm25_best=cover_best)
+    if not decide:
+        return dc.plain(cands, k, None, explain)
+    # The library's own scale for this message: its best and tenth-best
+    # cosines (the encoder's top is among the cosines sent back).
+    ranked = sorted(cos.values(), reverse=True)
+    tenth = ranked[min(9, len(ranked) - 1)] if ranked else 0.0
+    sem = {"spread": (ranked[0] - tenth) if ranked else 0.0, "cos10": tenth,
+           "chat": dc.CHAT_UNKNOWN if chat is None else chat}
+    return dc.choose(idx, q, cands, k, sem, explain)
 
 
 def early(index_path, text):
@@ -169,7 +163,9 @@ def rank(idx, index_path, text, k, req=None, keep=None, provider="client"):
         if enabled():
             from retriever.semantic import client
             provider = client.Provider()
-    results, tiers = search(idx, index_path, text, k, provider, keep=keep)
+    from retriever import settings
+    results, tiers = search(idx, index_path, text, k, provider, keep=keep,
+                            decide=settings.get("SKILL_RETRIEVAL_DECIDE"))
     if req is not None:
         req["tiers"] = list(tiers)
     return results
@@ -230,33 +226,14 @@ def build_vectors(index_path, out=None):
     return n
 
 
-def explain(idx, index_path, text, k, w):
-    """Write the tier's part of ``skill-retrieve explain``: the fused
-    ranking (BM25 share, cosine) and why it injects or abstains.  Uses the
-    warm helper when one runs, else loads the model here."""
+def explain_provider(idx, index_path):
+    """The provider ``skill-retrieve explain`` ranks with: the model in
+    this process (explain is not timed), or None when the tier is off or
+    its model or vectors did not load (the reason in ``status``)."""
     if not enabled():
-        return  # explain reads as it did before the tier
-    from retriever import query
-    from retriever.semantic import fuse, inproc
-    p = inproc.Provider()  # the model here, not the helper: explain is not timed
+        return None, "off"
+    from retriever.semantic import inproc
+    p = inproc.Provider()
     if not p.wait(index_path, idx):
-        w("semantic tier: the model or the vectors did not load (%s)\n" % p.status)
-        return
-    session = p.begin(index_path, idx)
-    info = {}
-    ms, mr = query.min_score_setting(), query.min_ratio_setting()
-    res = fused_search(idx, text, k, session, ms, mr, explain=info)
-    if res is None:
-        w("semantic tier: no cosines (helper failed)\n")
-        return
-    w("semantic tier: fused = %.2f x BM25/BM25max + %.2f x cosine (BM25's weight rises with the share "
-      "of the query BM25 covers, and is low for non-Latin queries; best BM25 coverage %.2f)\n"
-      % (info["alpha"], 1 - info["alpha"], info["coverage_bm25_best"]))
-    if "best_cosine" in info:
-        w("  best fused skill: cosine %.3f (floor %.2f), coverage %.2f (threshold %.2f): %s\n"
-          % (info["best_cosine"], fuse.MIN_COSINE, info["best_coverage"], ms,
-             "abstains (both signals weak), nothing is injected" if info["abstained"] else "injected"))
-    for i, r in enumerate(res, 1):
-        w("  #%d %s (%s)  fused %.3f  cosine %.3f  bm25 %.3f\n"
-          % (i, r["name"], r["id"], r["score"], r["cosine"], r["bm25"]))
-    w("\n")
+        return None, p.status
+    return p, "on"

@@ -163,6 +163,42 @@ def loader_done():
         _LOADERS.pop().join()
 
 
+# Turns that need no skill, one a line (written by `make calibrate` from
+# eval/calibration/turns.jsonl): the decision's "no-skill likeness" is a
+# message's mean cosine with its three closest lines (decide.py).
+BANK_FILE = "no_skill_turns.txt"
+_BANK = []
+
+
+def no_skill_bank():
+    """The bank's vectors, unit rows, encoded once per process (about
+    260 short lines: a fraction of a second once the model is loaded)."""
+    if not _BANK:
+        import os
+        import numpy as np
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), BANK_FILE), encoding="utf-8") as f:
+            texts = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+        m = encode(texts) if texts else np.zeros((0, 512), dtype=np.float32)
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        bank = m / np.where(norms > 0, norms, 1.0)
+        with _LOCK:
+            if not _BANK:
+                _BANK.append(bank)
+    return _BANK[0]
+
+
+def no_skill_likeness(qv):
+    """How much the message whose vector is ``qv`` (unit) reads like a
+    turn that needs no skill: the mean of its three highest cosines with
+    the bank."""
+    import numpy as np
+    c = no_skill_bank() @ qv
+    if not len(c):
+        return 0.0
+    k = min(3, len(c))
+    return float(np.partition(c, len(c) - k)[-k:].mean())
+
+
 def encode_query(text):
     """One query's vector (512 float32, unit length)."""
     return encode([text])[0]

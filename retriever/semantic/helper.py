@@ -158,22 +158,31 @@ def _listed(vecs, top, candidates):
 
 def cosines(vecs, text, candidates, n=None):
     """``{skill number: cosine}`` for ``candidates`` and the encoder's own
-    top ``n`` skills (the in-process provider's answer)."""
+    top ``n`` skills, and under ``semantic.CHAT`` the message's no-skill
+    likeness (the in-process provider's answer)."""
+    from retriever import semantic
     from retriever.semantic import dense, embed
-    q = dense.turn(vecs, embed.encode_query(text))
+    qv = embed.encode_query(text)
+    q = dense.turn(vecs, qv)
     ids = _listed(vecs, top_of(vecs, q, n), candidates)
-    return dict(zip(ids, dense.at(vecs, q, ids).tolist())) if ids else {}
+    out = dict(zip(ids, dense.at(vecs, q, ids).tolist())) if ids else {}
+    out[semantic.CHAT] = embed.no_skill_likeness(qv)
+    return out
 
 
-def packed(key, vecs, q, top, candidates):
+def packed(key, vecs, q, top, candidates, chat=0.0):
     """The helper's reply to a question (``client.parse``): ``ok``, the
     index build ``key`` it is about, the skill numbers it covers (the
-    encoder's top, then the client's candidates), and their cosines, one
-    little-endian int16 (cosine x client.SCALE) each."""
+    encoder's top, then the client's candidates, then ``semantic.CHAT``),
+    and their cosines, one little-endian int16 (cosine x client.SCALE)
+    each; CHAT's is the message's no-skill likeness ``chat``."""
     import numpy as np
+    from retriever import semantic
     from retriever.semantic import dense
     ids = _listed(vecs, top, candidates)
     cos = dense.at(vecs, q, ids) if ids else np.zeros(0, dtype=np.float32)
+    ids.append(semantic.CHAT)
+    cos = np.append(cos.astype(np.float32), np.float32(chat))
     blob = np.rint(np.clip(cos, -1.0, 1.0) * client.SCALE).astype("<i2").tobytes()
     head = "ok\n%s\n%s\n" % (key, " ".join(map(str, ids)))
     return head.encode("utf-8", "surrogateescape") + blob
@@ -181,7 +190,8 @@ def packed(key, vecs, q, top, candidates):
 
 def question(indexes, path, text):
     """The first half of an answer: ``(build key, vectors, question
-    vector as ``dense.turn`` gives it, encoder's top)`` for ``text`` about
+    vector as ``dense.turn`` gives it, encoder's top, no-skill likeness)``
+    for ``text`` about
     the index file ``path``, or the reply (bytes) when it cannot be
     answered now (loading, error)."""
     from retriever.semantic import dense, embed
@@ -195,8 +205,9 @@ def question(indexes, path, text):
         # The warm-up thread is still loading it: never block the accept loop.
         return b"pending\nthe model is loading"
     key, _, vecs = got
-    q = dense.turn(vecs, embed.encode_query(text))
-    return key, vecs, q, top_of(vecs, q)
+    qv = embed.encode_query(text)
+    q = dense.turn(vecs, qv)
+    return key, vecs, q, top_of(vecs, q), embed.no_skill_likeness(qv)
 
 
 class Early:
@@ -256,8 +267,8 @@ def answer(first, candidates):
     (``question``'s tuple, or the reply it already is: loading, error)."""
     if isinstance(first, bytes):
         return first
-    key, vecs, q, top = first
-    return packed(key, vecs, q, top, candidates)
+    key, vecs, q, top, chat = first
+    return packed(key, vecs, q, top, candidates, chat)
 
 
 def handle(indexes, lines, read_more=None):
@@ -503,6 +514,7 @@ def _warm(log):
         t0 = time.perf_counter()
         from retriever.semantic import embed
         embed.model()
+        embed.no_skill_bank()
         log("model loaded in %.2fs" % (time.perf_counter() - t0))
     except Exception as exc:
         log("model failed to load: %s: %s" % (type(exc).__name__, exc))

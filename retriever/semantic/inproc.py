@@ -25,6 +25,7 @@ class Provider:
         try:
             from retriever.semantic import embed
             embed.model()
+            embed.no_skill_bank()
             self.model_ready = True
             self.status = "ready"
             self.log("model loaded in %.1fs" % (time.perf_counter() - t0))

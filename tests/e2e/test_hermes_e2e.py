@@ -26,10 +26,14 @@ import pytest
 
 from retriever import compact
 from retriever import render
+from retriever.runners import registry
 
 from .mockserver import MockLLM
 from .runners import (HERMES_PYTHON, REPO_ROOT, require_hermes, run_hermes, run_process,
                       write_hermes_config)
+
+# The guidance line names Hermes' own way to load a skill.
+HERMES_GUIDANCE = render.guidance(registry.RUNNERS["hermes"]["load"])
 
 VENV_PY = REPO_ROOT / ".venv" / "bin" / "python"
 CLI = REPO_ROOT / "bin" / "skill-retrieve"
@@ -223,7 +227,7 @@ def test_in_process_plugin_against_real_hermes(tmp_path):
         assert set(got) <= shown, (key, got)
         # Injections are exactly what `skill-retrieve --format text` renders.
         if contexts:
-            assert contexts[0].startswith(render.HEADING + "\n" + render.GUIDANCE + "\n")
+            assert contexts[0].startswith(render.HEADING + "\n" + HERMES_GUIDANCE + "\n")
     for key, name in (("dashboard", "k8s-cert-dashboard"), ("manual", "k8s-cert-manual"),
                       ("legacy", "k8s-cert-legacy"), ("keychain", "k8s-cert-keychain"),
                       ("meeting", "meeting-notes")):
@@ -311,7 +315,7 @@ def test_turn_with_the_plugin(tmp_path):
     assert user.startswith(PROMPT + "\n\n" + render.HEADING + "\n"), diag(cp, hh)
     injected_block = user[len(PROMPT) + 2:]  # Hermes drops the block's final newline
     head, guidance, *items = injected_block.split("\n")
-    assert (head, guidance) == (render.HEADING, render.GUIDANCE)
+    assert (head, guidance) == (render.HEADING, HERMES_GUIDANCE)
     assert items and all(ln.startswith("- **") for ln in items)  # the message ends with the block
     got = names_in(injected_block)
     assert got[0] == EXPECTED and set(got) <= shown

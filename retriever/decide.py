@@ -1,0 +1,213 @@
+"""Decide which of the ranked skills to inject: one calibrated model.
+
+The ranking (``query`` for BM25, ``semantic`` fused with the encoder)
+orders the candidates; this module says which of them go into the prompt,
+usually one or two, and nothing when nothing fits.  Two small logistic
+models, learnt by ``make calibrate`` (``eval/calibrate.py``) from
+hand-written session turns, and written into the block at the end of this
+file:
+
+- the **gate** looks at the message and its best candidate and gives the
+  probability that the turn needs a skill at all ("thanks!", "make it
+  shorter" and "what does deprecated mean" do not);
+- once the gate passes, the best candidate is injected, and each further
+  candidate is injected only when the **second** model says, on its own
+  features, that it is relevant too.
+
+Every feature means the same thing in any library: shares of the query
+(how much of it the skill covers, in the whole skill and in its name and
+description alone), scores relative to the best candidate, IDF relative
+to the library's largest, and, with the semantic tier, raw cosines, the
+spread between the library's best and tenth-best cosine for this message,
+and how close the message is to a bank of turns that need no skill
+(``semantic/no_skill_turns.txt``; the encoder is multilingual, so the
+bank carries to languages a word list never would).
+
+Hot path: imports only the analyzer; no ``math`` (the logistic is a
+float power).  ``explain`` (a dict) receives every feature, probability
+and verdict, for ``skill-retrieve explain`` and for the trainer, so
+neither re-derives a formula.
+"""
+
+from retriever.analyze import analyze
+
+_E = 2.718281828459045
+# The chat feature when the helper sent none (an older helper): the bank's
+# typical value for a task turn, so the gate leans on the other features.
+CHAT_UNKNOWN = 0.3
+
+
+def sigmoid(z):
+    """The logistic function, without importing ``math``."""
+    if z < -40.0:
+        return 0.0
+    return 1.0 / (1.0 + _E ** (-z))
+
+
+def _sat(x, half):
+    # A saturating transform (0 at 0, 0.5 at ``half``, towards 1): length
+    # features without ``math.log``.
+    return x / (x + half) if x > 0 else 0.0
+
+
+def confidence(idx, found, best_doc, n_terms=None):
+    """How much of the query the skill ``best_doc`` covers (0..1): the
+    IDF-weighted share of the query's terms that occur in it.  Words no
+    skill contains count at half the mean IDF of the known ones, so a
+    message that shares one word with the library is not "fully
+    covered".  Unlike a raw BM25 score it is comparable across queries
+    and libraries."""
+    return _share(idx, found, lambda t, docs: best_doc in docs, n_terms)
+
+
+def head_coverage(idx, found, name, description, n_terms=None):
+    """The share of the query the skill's name and description cover:
+    ``confidence`` counted over what the author says the skill is for,
+    rather than a word somewhere in its body."""
+    opts = idx["header"]["params"]["analyzer"]
+    toks = set(analyze(name.replace("-", " ").replace("_", " ") + " " + description, opts))
+    return _share(idx, found, lambda t, docs: t in toks, n_terms)
+
+
+def _share(idx, found, holds, n_terms):
+    # The IDF-weighted share of the query's terms for which holds(term,
+    # skills holding it) is true; unknown words as in ``confidence``.
+    idf = idx["idf"]
+    total = covered = 0.0
+    for t, (i, docs) in found.items():
+        w = idf[i]
+        total += w
+        if holds(t, docs):
+            covered += w
+    if found and n_terms and n_terms > len(found):
+        total += 0.5 * (total / len(found)) * (n_terms - len(found))
+    return covered / total if total > 0 else 0.0
+
+
+def max_idf(idx, found):
+    """The rarest known query term's IDF against ``ln(1 + N)``, the scale
+    of IDF in a library of N skills (near 1 for a term only one skill
+    has, in a library of any size)."""
+    idf = idx["idf"]
+    best = max((idf[i] for i, _ in found.values()), default=0.0)
+    scale = _ln(1.0 + idx["header"]["n_docs"])
+    return best / scale if scale > 0 else 0.0
+
+
+def _ln(x):
+    # Natural log for x >= 1 without ``math``: range-reduce by e, then a
+    # short series of atanh.  Exact to ~1e-12, plenty for a feature.
+    k = 0
+    while x > _E:
+        x /= _E
+        k += 1
+    y = (x - 1.0) / (x + 1.0)
+    y2 = y * y
+    s = term = y
+    for n in range(3, 40, 2):
+        term *= y2
+        s += term / n
+    return k + 2.0 * s
+
+
+def gate_features(q, cands, sem):
+    """The gate's feature vector for message ``q`` (``query.parse``) and
+    its ranked ``cands`` (dicts, best first; see ``choose``); ``sem`` is
+    None for BM25 alone, else the encoder's numbers for this message."""
+    c0 = cands[0]
+    s1 = cands[1]["score"] if len(cands) > 1 else 0.0
+    x = [1.0, c0["cov"], c0["head"], _sat(q["words"], 6.0), 1.0 if q["pasted"] else 0.0,
+         q["maxidf"], (c0["score"] - s1) / c0["score"] if c0["score"] > 0 else 0.0, q["known"]]
+    if sem is not None:
+        x += [c0["cos"], sem["spread"], sem["chat"], max(c["cos"] for c in cands[:3])]
+    return x
+
+
+def more_features(q, cands, i, sem):
+    """The second model's feature vector for candidate ``i`` >= 1."""
+    c, c0 = cands[i], cands[0]
+    nxt = cands[i + 1]["score"] if i + 1 < len(cands) else 0.0
+    x = [1.0, c["score"] / c0["score"] if c0["score"] > 0 else 0.0, c["cov"], c["head"],
+         (c["score"] - nxt) / c["score"] if c["score"] > 0 else 0.0, q["maxidf"], _sat(q["words"], 6.0)]
+    if sem is not None:
+        x += [c["cos"], c["cos"] - sem["cos10"], c0["cos"] - c["cos"]]
+    return x
+
+
+def _dot(w, x):
+    return sum(a * b for a, b in zip(w, x))
+
+
+def choose(idx, q, cands, limit, sem=None, explain=None):
+    """The candidates to inject, best first, at most ``limit``.
+
+    ``cands``: ranked candidate dicts with ``score`` (the ranking's own,
+    > 0), ``result`` (the result dict to return), ``n`` (skill number),
+    and ``cos`` under the tier; ``cov`` and ``head`` are filled in here.
+    ``sem``: None (BM25 alone) or ``{"spread", "cos10", "chat"}``.
+    ``explain``, a dict, receives the features, probabilities and
+    verdicts."""
+    if not cands:
+        if explain is not None:
+            explain.update(mode="fused" if sem else "bm25", gate=None, cands=[])
+        return []
+    found = q["found"]
+    q["maxidf"] = max_idf(idx, found)
+    for c in cands:
+        r = c["result"]
+        c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) if found else 0.0
+        c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"]) if found else 0.0
+    model = FUSED if sem is not None else BM25
+    xg = gate_features(q, cands, sem)
+    pg = sigmoid(_dot(model["gate"], xg))
+    passed = pg >= model["gate_threshold"]
+    rows = [{"x": xg, "p": pg, "inject": passed}]
+    out = [cands[0]["result"]] if passed and limit > 0 else []
+    for i in range(1, len(cands)):
+        xm = more_features(q, cands, i, sem)
+        pm = sigmoid(_dot(model["more"], xm))
+        take = passed and pm >= model["more_threshold"] and len(out) < limit
+        if take:
+            out.append(cands[i]["result"])
+        rows.append({"x": xm, "p": pm, "inject": take})
+    if explain is not None:
+        explain.update(mode="fused" if sem is not None else "bm25", gate=pg, passed=passed,
+                       gate_threshold=model["gate_threshold"], more_threshold=model["more_threshold"],
+                       gate_names=GATE_NAMES + (GATE_SEM if sem is not None else ()),
+                       more_names=MORE_NAMES + (MORE_SEM if sem is not None else ()),
+                       cands=[dict(row, id=c["result"]["id"], name=c["result"]["name"], path=c["result"]["path"], score=c["score"],
+                                   cos=c.get("cos")) for row, c in zip(rows, cands)])
+    return out
+
+
+def plain(cands, limit, sem=None, explain=None):
+    """The top ``limit`` candidates, no decision (SKILL_RETRIEVAL_DECIDE
+    off, and the ranking rows of ``make eval``)."""
+    if explain is not None:
+        explain.update(mode="off", cands=[{"id": c["result"]["id"], "name": c["result"]["name"],
+                                           "path": c["result"]["path"], "score": c["score"], "cos": c.get("cos"),
+                                           "inject": i < limit} for i, c in enumerate(cands)])
+    return [c["result"] for c in cands[:limit]]
+
+
+GATE_NAMES = ("bias", "coverage", "name+description coverage", "length", "pasted block", "rarest term",
+              "margin to #2", "known terms")
+GATE_SEM = ("cosine", "cosine spread", "no-skill likeness", "best cosine of top 3")
+MORE_NAMES = ("bias", "score / best", "coverage", "name+description coverage", "margin to next",
+              "rarest term", "length")
+MORE_SEM = ("cosine", "cosine over 10th", "cosine under best")
+
+# BEGIN calibrated: written by `make calibrate` (eval/calibrate.py); do not edit.
+BM25 = {
+    "gate": [-5.0963, 1.2296, 2.7696, 3.7903, 0.9367, 3.1152, 0.2452, -0.4369],
+    "gate_threshold": 0.6,
+    "more": [-7.2262, 3.4664, 1.2582, 0.9742, -0.1377, 0.6782, 1.446],
+    "more_threshold": 0.2,
+}
+FUSED = {
+    "gate": [-1.3872, 1.0453, 1.5788, 1.1399, 0.7442, 2.1072, 0.4947, -1.1054, 3.7066, 0.5105, -6.4784, 3.1289],
+    "gate_threshold": 0.55,
+    "more": [-7.5802, 4.4389, 0.7812, 0.717, -0.1003, 1.0622, 0.7197, 1.5853, 1.886, -2.2474],
+    "more_threshold": 0.2,
+}
+# END calibrated
