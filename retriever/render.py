@@ -7,7 +7,7 @@ HEADING = "## Retrieved Skills"
 GUIDANCE = ("Skills that may fit this request; if one applies, load it (skill_view(name), "
             "or read its SKILL.md) before acting.")
 DESC_MAX = 200
-JSON_DESC_MAX = 2000  # --format json: longer descriptions are cut (README)
+JSON_DESC_MAX = 2000  # --format json: longer descriptions are cut (docs/cli.md)
 
 
 def one_line(text):
