@@ -27,8 +27,8 @@ PROFILES = {
         "fields": {"seed": (1.0, 0.75)},
     },
     "default": {
-        # Chosen with eval/tune.py on the external trigger set; see README
-        # "How it works" for what each lever was worth.
+        # Chosen with eval/tune.py on the external trigger set; see
+        # docs/architecture.md, "What we tried", for what each lever was worth.
         "k1": 1.5,
         "analyzer": {"stopwords": 2, "stem": "light"},
         "fields": {

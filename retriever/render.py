@@ -8,7 +8,7 @@ GUIDANCE = ("Skills that may fit this request; each description is quoted from t
             "If one applies, load it %s before acting.")
 LOAD = "with your skill tool, or by reading its SKILL.md"  # no runner named (the command line)
 DESC_MAX = 200
-JSON_DESC_MAX = 2000  # --format json: longer descriptions are cut (README)
+JSON_DESC_MAX = 2000  # --format json: longer descriptions are cut (docs/cli.md)
 
 
 def one_line(text):

@@ -1,11 +1,11 @@
 """Every ``SKILL_RETRIEVAL_*`` setting, in one table, with one reader.
 
 The table is the single source for the readers (``get``), ``--help``
-(``help_text``) and the README's settings table (``markdown_table``; a
-test holds the README to it).  A malformed value never stops anything: it
-is reported once per process, through the caller's ``warn`` (stderr by
-default; hooks capture it into the log, the rerank redacts it), and the
-default is used instead.
+(``help_text``) and the settings table of docs/configuration.md
+(``markdown_table``; a test holds the page to it).  A malformed value never
+stops anything: it is reported once per process, through the caller's
+``warn`` (stderr by default; hooks capture it into the log, the rerank
+redacts it), and the default is used instead.
 
 Hot path: imported by every query, so it imports nothing but ``locate``
 and keeps its table as constants.
@@ -61,7 +61,7 @@ TABLE = {
         "the warm helper's Unix socket; its question FIFO `semantic.ask` and the reply FIFOs sit in the same folder (default: the runtime folder, else the cache folder)"),
     "SKILL_RETRIEVAL_RERANK": (
         "choice", "", ("jev",), None, "off",
-        "jev turns on the optional LLM rerank of the shortlist"),
+        "jev turns on the optional LLM rerank (jev is the reranking model, its one mode): each query's shortlist goes to a remote LLM service to be reordered; unset is off"),
     "SKILL_RETRIEVAL_RERANK_PROVIDER": (
         "text", "typesafe", None, None, "typesafe",
         "rerank provider: typesafe or openrouter"),
@@ -184,7 +184,7 @@ def help_text():
 
 
 def markdown_table():
-    """The README's settings table (a test keeps the README in step)."""
+    """The settings table of docs/configuration.md (a test keeps the page in step)."""
     rows = ["| variable | what it does | default |", "|---|---|---|"]
     for name, row in TABLE.items():
         rows.append("| `%s` | %s | %s |" % (name, row[5], row[4].replace("|", "\\|")))

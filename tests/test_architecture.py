@@ -7,7 +7,7 @@
   front end, and ``retriever`` never imports ``hermes_plugin``.
 - ``-k`` has one rule, whichever door it comes through.
 - Every ``SKILL_RETRIEVAL_*`` variable the code reads is in the settings
-  table, ``--help`` and the README's table.
+  table, ``--help`` and the table of docs/configuration.md.
 """
 
 import ast
@@ -429,9 +429,9 @@ def test_help_lists_every_setting(tmp_path):
         assert name in proc.stdout, name
 
 
-def test_readme_settings_table_comes_from_the_table():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert settings.markdown_table() in readme
+def test_docs_settings_table_comes_from_the_table():
+    page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert settings.markdown_table() in page
 
 
 @pytest.mark.parametrize("name,raw,value,warns", [

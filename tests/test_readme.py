@@ -1,12 +1,17 @@
-"""The README tests itself (issue 11).
+"""The README and docs/ test themselves (issues 11 and 32).
 
-* Every ``console`` block of README.md runs, in order, in one temporary
-  HOME with the repository as the working folder, and must print what the
-  README shows: a line ``...`` stands for any number of lines, ``...``
-  inside a line for any text.  After the last block (which removes
-  everything) the HOME holds only what the session copied into it.
-* Every subcommand, flag and ``SKILL_RETRIEVAL_*`` variable the code knows
-  appears in ``--help`` and in the README.
+* Every ``console`` block runs and must print what the page shows: a line
+  ``...`` stands for any number of lines, ``...`` inside a line for any
+  text.  README.md is one session, in order, in one temporary HOME with
+  the repository as the working folder; after its last block (which
+  removes everything) the HOME holds only what the session copied into it.
+  Each ``docs/*.md`` page with console blocks is a session of its own, in
+  a fresh HOME (a page that needs skills copies them first).
+* README.md stays a five-minute read (at most 300 lines), and every link
+  in it and in docs/ to another page, or to a heading of one, resolves.
+* Every subcommand and flag the code knows appears in ``--help`` and in
+  docs/cli.md; every ``SKILL_RETRIEVAL_*`` variable in ``--help`` and in
+  docs/configuration.md.
 * The troubleshooting list quotes words ``doctor`` really prints.
 """
 
@@ -21,6 +26,16 @@ import pytest
 from conftest import BIN, REPO, base_env
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = REPO / "docs"
+README_MAX_LINES = 300
+
+
+def _doc(name):
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def _doc_pages():
+    return sorted(p.name for p in DOCS.glob("*.md"))
 
 
 def console_blocks(text):
@@ -66,28 +81,107 @@ def _home_files(home):
     return out
 
 
-def test_readme_console_sessions_print_what_the_readme_shows(tmp_path):
-    steps = console_blocks(README)
-    assert len(steps) >= 8
+def _session_env(tmp_path):
     env = base_env(tmp_path)
-    # The README describes the default places: no XDG overrides.
+    # The pages describe the default places: no XDG overrides.
     for k in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
         env.pop(k, None)
-    home = env["HOME"]
+    return env
+
+
+def run_session(steps, env, page):
+    """Run ``steps`` as a user would, in order, and hold each to what
+    ``page`` shows."""
     for command, expected in steps:
         if "| jq" in command and not shutil.which("jq"):
-            continue  # the README's pipe needs jq; the rest of the session does not
+            continue  # the page's pipe needs jq; the rest of the session does not
         proc = subprocess.run(["/bin/sh", "-c", command], cwd=str(REPO), env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=120)
         out = proc.stdout.decode("utf-8", "replace").splitlines()
-        assert proc.returncode == 0, (command, out)
-        assert matches(expected, out), "README shows for `%s`:\n%s\n\nbut it printed:\n%s" % (
-            command, "\n".join(expected), "\n".join(out))
+        assert proc.returncode == 0, (page, command, out)
+        assert matches(expected, out), "%s shows for `%s`:\n%s\n\nbut it printed:\n%s" % (
+            page, command, "\n".join(expected), "\n".join(out))
+
+
+def test_readme_console_sessions_print_what_the_readme_shows(tmp_path):
+    steps = console_blocks(README)
+    assert len(steps) >= 8
+    env = _session_env(tmp_path)
+    run_session(steps, env, "README.md")
     # "Remove everything" removed everything but the copied skills.
-    assert {f.split("/")[0] for f in _home_files(home)} == {"skills"}
+    assert {f.split("/")[0] for f in _home_files(env["HOME"])} == {"skills"}
 
 
-# ------------------------------------------- every name in --help and README
+def test_some_docs_pages_have_console_sessions():
+    assert len([p for p in _doc_pages() if console_blocks(_doc(p))]) >= 2
+
+
+@pytest.mark.parametrize("page", [p for p in _doc_pages() if console_blocks(_doc(p))])
+def test_docs_console_sessions_print_what_the_page_shows(page, tmp_path):
+    run_session(console_blocks(_doc(page)), _session_env(tmp_path), "docs/" + page)
+
+
+# ------------------------------------------------ a five-minute README, links
+
+
+def test_the_readme_is_a_five_minute_read():
+    assert len(README.splitlines()) <= README_MAX_LINES
+
+
+def slug(heading):
+    """The anchor GitHub gives a heading: lower case, punctuation other than
+    ``-`` and ``_`` dropped, spaces as ``-``."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(text):
+    """Every heading anchor of a markdown page (repeats get ``-1``, ``-2``)."""
+    seen, out = {}, set()
+    text = re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M)  # no headings inside code
+    for h in re.findall(r"^#{1,6} (.+)$", text, re.M):
+        a = slug(h)
+        n = seen.get(a, 0)
+        seen[a] = n + 1
+        out.add(a if n == 0 else "%s-%d" % (a, n))
+    return out
+
+
+def broken_links(path):
+    """Relative links of the page at ``path`` whose file or heading is missing."""
+    text = path.read_text(encoding="utf-8")
+    prose = re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M)
+    bad = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        if re.match(r"[a-z]+:", target):
+            continue  # http(s), mailto: not checked here
+        file_part, _, anchor = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path
+        if not dest.exists():
+            bad.append(target)
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest.read_text(encoding="utf-8")):
+            bad.append(target)
+    return bad
+
+
+def test_the_link_checker():
+    assert slug("doctor: is it working?") == "doctor-is-it-working"
+    assert slug("Small modules, one file at start-up") == "small-modules-one-file-at-start-up"
+    assert anchors("# A\n## B c\n## B c\n```\n# not\n```\n") == {"a", "b-c", "b-c-1"}
+
+
+def test_every_docs_link_in_the_readme_resolves():
+    links = re.findall(r"\]\((docs/[^)\s]+)\)", README)
+    assert len({l.split("#")[0] for l in links}) >= 8, links
+    assert broken_links(REPO / "README.md") == []
+
+
+@pytest.mark.parametrize("page", ["docs/" + p for p in _doc_pages()] + ["hooks/README.md"])
+def test_every_link_in_docs_resolves(page):
+    assert broken_links(REPO / page) == []
+
+
+# -------------------------------------- every name in --help and the docs
 
 
 def _parser():
@@ -109,7 +203,7 @@ def _help(*args):
 
 
 def _cli_rows():
-    table = README.split("### The CLI", 1)[1].split("\n\n", 2)[1]
+    table = _doc("cli.md").split("## Commands", 1)[1].split("\n\n", 2)[1]
     return [l for l in table.splitlines() if l.startswith("| `skill-retrieve")]
 
 
@@ -118,12 +212,12 @@ def _row_for(name):
     if name == "query":
         return [r for r in rows if r.startswith("| `skill-retrieve [query]")][0]
     hits = [r for r in rows if re.match(r"\| `skill-retrieve (\S+\\\|)?%s[ `\\]" % re.escape(name), r)]
-    assert hits, "README's CLI table has no row for %s" % name
+    assert hits, "docs/cli.md has no row for %s" % name
     return hits[0]
 
 
 @pytest.mark.parametrize("name", list(_subparsers()))
-def test_every_subcommand_and_flag_is_in_help_and_readme(name):
+def test_every_subcommand_and_flag_is_in_help_and_docs(name):
     assert name in _help()
     sub = _subparsers()[name]
     own_help = _help(name)
@@ -136,7 +230,7 @@ def test_every_subcommand_and_flag_is_in_help_and_readme(name):
                 continue
             assert flag in own_help, (name, flag)
             assert re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(flag), row), \
-                "README's CLI row for %s lacks %s" % (name, flag)
+                "docs/cli.md's row for %s lacks %s" % (name, flag)
 
 
 def _variables_in_code():
@@ -150,20 +244,21 @@ def _variables_in_code():
     return names
 
 
-def test_every_setting_the_code_reads_is_in_help_and_readme():
+def test_every_setting_the_code_reads_is_in_help_and_docs():
     names = _variables_in_code()
     assert "SKILL_RETRIEVAL_ROOTS" in names and len(names) > 10
     helptext = _help()
+    page = _doc("configuration.md")
     missing_help = sorted(n for n in names if n not in helptext)
-    missing_readme = sorted(n for n in names if "`%s`" % n not in README)
-    assert missing_help == [] and missing_readme == []
+    missing_docs = sorted(n for n in names if "`%s`" % n not in page)
+    assert missing_help == [] and missing_docs == []
 
 
-# --------------------------------------------------------- the day after
+# ------------------------------------------------------ troubleshooting
 
 
 def test_troubleshooting_quotes_what_doctor_prints():
-    section = README.split("## The day after", 1)[1].split("\n## ", 1)[0]
+    section = README.split("## Nothing is injected?", 1)[1].split("\n## ", 1)[0]
     causes = re.findall(r"^\d\. \*\*", section, re.M)
     assert len(causes) == 5
     quoted = re.findall(r"doctor:\s+((?:`[^`]+`(?:,\s*|\s+or\s+|\s*)?)+)", section)
@@ -172,9 +267,10 @@ def test_troubleshooting_quotes_what_doctor_prints():
     source = (REPO / "retriever" / "cli" / "doctor.py").read_text(encoding="utf-8")
     for w in words:
         assert w in source, "README quotes doctor saying %r; doctor.py never does" % w
-    assert "export PATH=" in section
+    assert "export PATH=" in README
+    removal = README.split("## Remove everything", 1)[1].split("\n## ", 1)[0]
     for thing in ("hook", "plugin", "index", "log", "backups"):
-        assert thing in section.split("**Remove everything**", 1)[1]
+        assert thing in removal
 
 
 def test_the_examples_token_figures_are_what_tokens_measures(tmp_path):
@@ -188,7 +284,7 @@ def test_the_examples_token_figures_are_what_tokens_measures(tmp_path):
     stock, names = tok(doc["hermes_block_chars"]), tok(doc["names_only_chars"])
     injection = tok(doc["injection_chars"]["mean"])
     saving = tok(doc["net_saving_chars"])
-    text = " ".join(README.split("On the bundled `examples/skills`", 1)[1].split("\n\n", 1)[0].split())
+    text = " ".join(_doc("tokens.md").split("On the bundled `examples/skills`", 1)[1].split("\n\n", 1)[0].split())
     m = re.search(r"stock listing is only ([\d,]+) tokens, names-only (\d+) and the mean injection (\d+).*?"
                   r"net saving (\d+) tokens, (\d+)%", text)
     assert m, text

@@ -7,7 +7,7 @@ of root dicts (``path``, ``source``, ``prefix`` and the rules ``naming``,
 ``hide_manual``, ``max_depth`` and ``require`` that ``skills.collect``
 applies);
 ``skill_set`` keeps the folders that exist, without aliases of one folder.
-Checked against the pinned CLIs (README "Skill sets" lists the source of
+Checked against the pinned CLIs (docs/runners.md, "Skill sets", lists the source of
 each folder):
 
 * Claude Code 2.1.197 / 2.1.332: ``$CLAUDE_CONFIG_DIR/skills`` (personal),

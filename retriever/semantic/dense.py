@@ -14,7 +14,7 @@ the two rests multiplied (Cauchy-Schwarz).  ``top`` reads the heads,
 computes whole cosines best bound first, and stops when no bound can
 beat the ``n``-th: exactly the top ``n`` of the whole product.  At
 20,000 skills, encoding a question and finding its top takes the helper
-6.8 ms instead of 8.5 (README, "Semantic tier").  A question
+6.8 ms instead of 8.5 (docs/semantic-tier.md).  A question
 unlike every skill (small talk) prunes little; it reads the rests whole,
 one pass over the vectors as before.
 

@@ -14,7 +14,7 @@ _LOADERS = []  # load_in_background's thread, until loader_done joins it
 # over its tokens, so a long body drowns the one-line summary that best
 # says what a skill is for; ~600 characters keep the body's opening (usually
 # the "when to use" paragraph) without swamping the description (chosen on
-# the eval: see eval/tune_semantic.py and the README).
+# the eval: see eval/tune_semantic.py and docs/semantic-tier.md).
 BODY_CHARS = 600
 TEXT_CHARS = 1200
 

@@ -16,7 +16,7 @@ a query covered 0.49 and one covered 0.51 are equally well understood by
 BM25, and the step flipped their ranking.  Against the step: mixed R@5
 0.870 -> 0.877, MRR@10 0.742 -> 0.753; multilingual R@5 0.896 -> 0.917;
 CJK unchanged; own R@5 unchanged, own MRR@10 0.888 -> 0.874 (small
-collections prefer less BM25 weight; README "Semantic tier").  Raw cosines
+collections prefer less BM25 weight; docs/semantic-tier.md).  Raw cosines
 beat cosines rescaled over the candidates on every query set (the rescale
 turns a weak best match into a full-strength one).
 """
@@ -30,7 +30,7 @@ ALPHA_FOREIGN = 0.2  # ... for a query mostly in a non-Latin script
 # Abstention: the best fused candidate is "weakly similar" under this
 # cosine.  Off-topic messages score 0.05-0.2 against every skill; the
 # external set's near-miss negatives score like its positives (AUC 0.62),
-# so no floor silences them without losing positives (README, make eval).
+# so no floor silences them without losing positives (docs/semantic-tier.md, make eval).
 MIN_COSINE = 0.2
 
 

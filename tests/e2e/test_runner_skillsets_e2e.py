@@ -170,7 +170,7 @@ def test_cline_control_reaches_the_mock_without_a_block(mock_llm, tmp_path):
 
 @pytest.mark.xfail(strict=True, reason="Cline CLI 3.0.65 never runs a UserPromptSubmit hook for the task "
                    "prompt, and runs prompt_submit hooks detached, ignoring their output "
-                   "(see README, 'Runners')")
+                   "(see docs/runners.md, 'Cline')")
 def test_cline_injects_the_block(mock_llm, tmp_path):
     home = tmp_path / "home"
     proj = tmp_path / "project"
