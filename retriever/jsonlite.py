@@ -42,6 +42,11 @@ def loads(text):
         obj, end = scan(text, i)
     except StopIteration:
         raise ValueError("not JSON")
+    except SystemError:
+        # The C scanner reports most syntax errors through json.decoder's
+        # JSONDecodeError, which it only looks up in sys.modules: with
+        # ``json`` not imported it fails without an exception set.
+        raise ValueError("not JSON") from None
     while end < n and text[end] in ws:
         end += 1
     if end != n:

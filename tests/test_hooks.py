@@ -166,6 +166,16 @@ def test_bad_stdin_fails_open(runner, case, hook, skills, log):
     assert len(lines) == 1 and "hook %s: " % runner in lines[0], lines
 
 
+def test_malformed_json_is_named_in_the_log(hook, skills, log):
+    # The C scanner's syntax errors once surfaced as "SystemError: ...
+    # returned NULL without setting an exception" (json not imported).
+    for raw in (b'{"prompt": "pdf', b"{not json", b'{"prompt" 1}'):
+        proc = hook("claude-code", raw, "--root", skills)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    lines = log()
+    assert len(lines) == 3 and all("stdin is not valid JSON" in l for l in lines), lines
+
+
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_empty_prompt_fails_open(runner, hook, skills, log):
     proc = hook(runner, payload(runner, "   \n"), "--root", skills)
