@@ -156,6 +156,34 @@ def _anthropic_reply(body: dict, text: str, stream: bool):
     ])
 
 
+def _anthropic_tool_use(body: dict, call: dict, stream: bool):
+    """A reply calling tool ``call["name"]`` with ``call["input"]``."""
+    model = body.get("model") or DEFAULT_MODEL
+    usage = {"input_tokens": 10, "output_tokens": 5,
+             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    block = {"type": "tool_use", "id": "toolu_mock01", "name": call["name"], "input": call["input"]}
+    if not stream:
+        return "application/json", json.dumps({
+            "id": "msg_mock02", "type": "message", "role": "assistant", "model": model,
+            "content": [block], "stop_reason": "tool_use", "stop_sequence": None, "usage": usage,
+        }).encode()
+    return "text/event-stream", _sse([
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_mock02", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": dict(usage, output_tokens=0)}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": dict(block, input={})}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "input_json_delta", "partial_json": json.dumps(call["input"])}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                           "usage": {"output_tokens": 5}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
 def _responses_reply(body: dict, text: str, stream: bool):
     model = body.get("model") or DEFAULT_MODEL
     created = int(time.time())
@@ -313,7 +341,12 @@ class _Handler(BaseHTTPRequestHandler):
         if route == "chat":
             self._send(200, *_chat_reply(body, text, stream))
         elif route == "anthropic":
-            self._send(200, *_anthropic_reply(body, text, stream))
+            call = self.server.mock.tool_call
+            msgs = json.dumps(body.get("messages") or [])
+            if call and call["marker"] in msgs and "tool_result" not in msgs:
+                self._send(200, *_anthropic_tool_use(body, call, stream))
+            else:
+                self._send(200, *_anthropic_reply(body, text, stream))
         elif route == "responses":
             self._send(200, *_responses_reply(body, text, stream))
         elif route == "gemini":
@@ -345,6 +378,9 @@ class MockLLM:
     (``url + "/v1"``), ``requests`` (list of dicts with ``method``, ``path``,
     ``body`` (parsed JSON, else text, else None), ``headers`` (lower-cased,
     credentials dropped) and ``time``), ``reply_text`` and ``model``.
+    ``tool_call`` (Anthropic dialect only): ``{"marker", "name", "input"}``
+    makes a request whose messages hold ``marker`` and no tool result yet
+    get a call of tool ``name`` instead of the reply text.
     """
 
     def __init__(self, reply_text: str = "OK", model: str = DEFAULT_MODEL,
@@ -352,6 +388,7 @@ class MockLLM:
                  verbose: bool = False):
         self.reply_text = reply_text
         self.model = model
+        self.tool_call: dict | None = None
         self.verbose = verbose
         self.log_path = log_path
         self.requests: list[dict] = []
