@@ -24,13 +24,15 @@ Use::
 then do nothing: a hook without one behaves as it did before.
 
 The memory of every session of a user is one small JSON file in the cache
-folder (``sessions.json``, mode 0600), read once and replaced atomically
-once per prompt; the Hermes plugin, a long-lived process, passes a dict
-(``store``) instead.  It is bounded (``MAX_SESSIONS`` sessions, each with at
-most ``MAX_GIVEN`` injections and ``MAX_LOADED`` loaded skills) and a
-session is forgotten a day (``EXPIRE_S``) after its last prompt.  Two
-prompts of one session at once each replace the whole file: one of the two
-updates may be lost, the file is never torn.
+folder (``sessions.json``, mode 0600), read once per prompt and replaced
+atomically when the turn changes what it holds (a silent turn with nothing
+injected in the window writes nothing); the Hermes plugin, a long-lived
+process, passes a dict (``store``) instead.  It is bounded (``MAX_SESSIONS``
+sessions, each with at most ``MAX_GIVEN`` injections and ``MAX_LOADED``
+loaded skills, ``MAX_FILE_BYTES`` in all) and a session is forgotten a day
+(``EXPIRE_S``) after its memory last changed.  Two prompts of one session at
+once each replace the whole file: one of the two updates may be lost, the
+file is never torn.
 
 Only what the product made, where only the user can write, is trusted: a
 state file that is a link, is not a regular file, belongs to someone else or
@@ -59,7 +61,7 @@ EXPIRE_S = 86400.0      # a session is forgotten a day after its last prompt
 MAX_SESSIONS = 100      # sessions kept; the least recently used go first
 MAX_GIVEN = 32          # injections remembered per session
 MAX_LOADED = 64         # loaded skills (names and folders) per session
-MAX_FILE_BYTES = 1 << 18  # a larger state file is not ours: ignored
+MAX_FILE_BYTES = 1 << 18  # saved smaller (oldest sessions dropped); a larger one is not ours
 TAIL_BYTES = 1 << 19    # a transcript is read this far from its end at most
 HISTORY_MESSAGES = 200  # Hermes: messages of the conversation looked at
 _FILE = "sessions.json"
@@ -107,7 +109,11 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
     entry["n"] += 1
     return {"key": key, "entry": entry, "sessions": sessions, "path": path, "writable": writable,
             "now": now, "ranking": ranking or "", "transcript": transcript if isinstance(transcript, str) else None,
-            "history": history if isinstance(history, list) else None, "seen": False}
+            "history": history if isinstance(history, list) else None, "seen": False,
+            # Whether this turn changes what the session holds: a turn that
+            # injects nothing, finds no new load and has nothing injected in
+            # the window to count down is not written.
+            "changed": any(entry["n"] - g[0] <= RECENT_TURNS for g in entry["g"])}
 
 
 def filter(memo, results, text=""):
@@ -149,8 +155,8 @@ def record(memo, injected):
         entry["g"] = given[-MAX_GIVEN:]
         entry["t"] = memo["now"]
         sessions = memo["sessions"]
-        if not entry["g"] and not entry["l"] and memo["key"] not in sessions:
-            return  # nothing worth a write: a new session's silent turn
+        if not injected and not memo["changed"]:
+            return  # nothing to count down, nothing new: no write
         sessions.pop(memo["key"], None)
         sessions[memo["key"]] = entry  # most recently used last
         while len(sessions) > MAX_SESSIONS:
@@ -225,8 +231,14 @@ def load(path, now):
 
 def save(path, sessions):
     """Replace the state file at ``path`` with ``sessions``, atomically:
-    a 0600 temporary file beside it, renamed over it."""
-    data = jsonlite.dumps({"v": 1, "sessions": sessions}).encode("utf-8")
+    a 0600 temporary file beside it, renamed over it.  Past MAX_FILE_BYTES
+    the least recently used sessions are left out."""
+    while True:
+        data = jsonlite.encode({"v": 1, "sessions": sessions}).encode("utf-8")
+        if len(data) <= MAX_FILE_BYTES or len(sessions) <= 1:
+            break
+        for key in list(sessions)[:max(1, len(sessions) // 4)]:
+            del sessions[key]
     tmp = "%s.tmp-%d" % (path, posix.getpid())
     flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
     try:
@@ -367,6 +379,7 @@ def _see_loaded(memo):
         locate.log("session memory: transcript skipped (%s: %s)" % (type(exc).__name__, exc))
     if found:
         merged = [x for x in entry["l"] if x not in found] + list(dict.fromkeys(found))
+        memo["changed"] = memo["changed"] or merged[-MAX_LOADED:] != entry["l"]
         entry["l"] = merged[-MAX_LOADED:]
 
 
@@ -406,17 +419,27 @@ def read_transcript(path, tx, found):
     end = data.rfind(b"\n")
     if end < 0:
         return tx  # nothing new, or a line still being written
-    lines = data[:end].split(b"\n")
-    if cut:
-        lines = lines[1:]
-    for line in lines:
-        if any(m in line for m in _MARKERS):
-            try:
-                rec = jsonlite.loads(line.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):  # nested past the parser's depth
-                continue
-            evidence(rec, found)
+    for line in _marked_lines(data, end, data.find(b"\n") + 1 if cut else 0):
+        try:
+            rec = jsonlite.loads(line.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):  # nested past the parser's depth
+            continue
+        evidence(rec, found)
     return [st.st_dev, st.st_ino, start + end + 1]
+
+
+def _marked_lines(data, end, first):
+    # The lines of data[first:end] holding a marker, in order; found by
+    # searching the buffer for each marker (C speed), not line by line.
+    spans = set()
+    for m in _MARKERS:
+        i = data.find(m, first, end)
+        while i >= 0:
+            a = data.rfind(b"\n", first, i) + 1 or first
+            b = data.find(b"\n", i, end + 1)
+            spans.add((max(a, first), b))
+            i = data.find(m, b, end)
+    return [data[a:b] for a, b in sorted(spans)]
 
 
 def _whole_json(data, found):
@@ -561,7 +584,7 @@ def _skill_path(s, i, found):
 
 def _add_dir(folder, found):
     folder = folder.rstrip("/")
-    if not folder or len(folder) > 4096:
+    if not folder or len(folder) > 1024:
         return
     found.append(folder)
     _add_name(folder.rsplit("/", 1)[-1], found)

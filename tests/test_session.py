@@ -230,6 +230,29 @@ def test_the_state_is_bounded(tmp_path):
     assert os.path.getsize(path) < session.MAX_FILE_BYTES
 
 
+def test_the_state_file_stays_under_its_size_bound(tmp_path):
+    path = str(tmp_path / "sessions.json")
+    long = [{"id": "x" * 900 + "%03d" % i, "name": "n", "path": "/p", "score": 1.0} for i in range(32)]
+    for i in range(session.MAX_SESSIONS):
+        session.record(session.begin("s%d" % i, path=path), long)
+    assert os.path.getsize(path) <= session.MAX_FILE_BYTES
+    assert session.filter(session.begin("s%d" % (session.MAX_SESSIONS - 1), path=path), long[:1]) == []
+
+
+def test_a_silent_turn_with_nothing_to_count_down_writes_nothing(tmp_path):
+    path = tmp_path / "sessions.json"
+    r = [{"id": "pdf", "name": "pdf", "path": "/p", "score": 1.0}]
+    session.record(session.begin("s", path=str(path)), r)
+    for _ in range(session.RECENT_TURNS):  # the window counts down: written
+        ino = os.stat(path).st_ino
+        session.record(session.begin("s", path=str(path)), [])
+        assert os.stat(path).st_ino != ino
+    ino = os.stat(path).st_ino
+    session.record(session.begin("s", path=str(path)), [])
+    session.record(session.begin("other", path=str(path)), [])
+    assert os.stat(path).st_ino == ino
+
+
 def test_loaded_skills_are_bounded(tmp_path):
     t = Transcript(tmp_path / "t.jsonl")
     for i in range(300):
