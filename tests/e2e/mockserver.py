@@ -226,6 +226,32 @@ def _responses_reply(body: dict, text: str, stream: bool):
     ])
 
 
+def _responses_tool_call(body: dict, call: dict, stream: bool):
+    """A Responses reply calling function ``call["name"]`` with ``call["input"]``."""
+    model = body.get("model") or DEFAULT_MODEL
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 15}
+    item = {"type": "function_call", "id": "fc_mock01", "status": "completed", "call_id": "call_mock01",
+            "name": call["name"], "arguments": json.dumps(call["input"])}
+    resp = {"id": "resp_mock02", "object": "response", "created_at": int(time.time()), "status": "completed",
+            "model": model, "output": [item], "usage": usage, "error": None, "incomplete_details": None}
+    if not stream:
+        return "application/json", json.dumps(resp).encode()
+    seq = iter(range(1000))
+    ev = lambda name, **kw: (name, dict(type=name, sequence_number=next(seq), **kw))  # noqa: E731
+    return "text/event-stream", _sse([
+        ev("response.created", response=dict(resp, status="in_progress", output=[], usage=None)),
+        ev("response.output_item.added", output_index=0, item=dict(item, status="in_progress", arguments="")),
+        ev("response.function_call_arguments.delta", item_id="fc_mock01", output_index=0,
+           delta=item["arguments"]),
+        ev("response.function_call_arguments.done", item_id="fc_mock01", output_index=0,
+           arguments=item["arguments"]),
+        ev("response.output_item.done", output_index=0, item=item),
+        ev("response.completed", response=resp),
+    ])
+
+
 def _gemini_reply(text: str, stream: bool):
     reply = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
                              "finishReason": "STOP", "index": 0}],
@@ -348,7 +374,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send(200, *_anthropic_reply(body, text, stream))
         elif route == "responses":
-            self._send(200, *_responses_reply(body, text, stream))
+            call = self.server.mock.tool_call
+            items = json.dumps(body.get("input") or [])
+            if call and call["marker"] in items and "function_call_output" not in items:
+                self._send(200, *_responses_tool_call(body, call, stream))
+            else:
+                self._send(200, *_responses_reply(body, text, stream))
         elif route == "gemini":
             # streamGenerateContent always streams (alt=sse); the body has no flag
             self._send(200, *_gemini_reply(text, "streamGenerateContent" in self.path))
@@ -378,9 +409,9 @@ class MockLLM:
     (``url + "/v1"``), ``requests`` (list of dicts with ``method``, ``path``,
     ``body`` (parsed JSON, else text, else None), ``headers`` (lower-cased,
     credentials dropped) and ``time``), ``reply_text`` and ``model``.
-    ``tool_call`` (Anthropic dialect only): ``{"marker", "name", "input"}``
-    makes a request whose messages hold ``marker`` and no tool result yet
-    get a call of tool ``name`` instead of the reply text.
+    ``tool_call`` (Anthropic and Responses dialects): ``{"marker", "name",
+    "input"}`` makes a request whose messages hold ``marker`` and no tool
+    result yet get a call of tool ``name`` instead of the reply text.
     """
 
     def __init__(self, reply_text: str = "OK", model: str = DEFAULT_MODEL,

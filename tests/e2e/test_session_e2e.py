@@ -14,7 +14,7 @@ import uuid
 
 from retriever.runners import install
 
-from .runners import run_claude, write_claude_settings
+from .runners import run_claude, run_codex, write_claude_settings, write_codex_hooks
 from .test_claude_codex_e2e import PROMPT, diag, make_library, model_bodies
 
 
@@ -67,3 +67,33 @@ def test_claude_code_does_not_offer_again_what_the_session_holds(mock_llm, tmp_p
     # ...and not on the turn after, which asks the same.
     offered, cp = _turn(mock_llm, settings, home, project, PROMPT, "--resume", b)
     assert not offered, diag(cp, home)
+
+
+def test_codex_does_not_offer_again_what_the_agent_read(mock_llm, tmp_path):
+    """Codex reads a skill with its shell tool; its rollout file (the hook's
+    transcript_path) holds the exec_command call."""
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    codex_home = tmp_path / "codex"
+    make_library(home / ".agents" / "skills")
+    skill_md = home / ".agents" / "skills" / "pdf-extract" / "SKILL.md"
+    write_codex_hooks(codex_home, [install.hook_command("codex")], timeout=30)
+    mock_llm.tool_call = {"marker": "LOADSKILL", "name": "exec_command", "input": {"cmd": "cat %s" % skill_md}}
+    env = {"SKILL_RETRIEVAL_REVALIDATE": "off", "SKILL_RETRIEVAL_SEMANTIC": "off"}
+
+    def turn(prompt, *args):
+        cp, reqs = run_codex(prompt, codex_home, mock_llm, project, home=home, extra_env=env,
+                             extra_args=args, timeout=90)
+        bodies = model_bodies(mock_llm, reqs)
+        assert cp.returncode == 0 and bodies, diag(cp, home)
+        return "- **pdf-extract**" in json.dumps(bodies), cp
+
+    offered, cp = turn("LOADSKILL say hello")
+    assert not offered, diag(cp, home)
+    (rollout,) = (codex_home / "sessions").rglob("rollout-*.jsonl")
+    assert '"name":"exec_command"' in rollout.read_text() and str(skill_md) in rollout.read_text()
+    session_id = json.loads(rollout.read_text().splitlines()[0])["payload"]["id"]
+    offered, cp = turn(PROMPT, "resume", session_id)  # the same session: read already
+    assert not offered, diag(cp, home)
+    offered, cp = turn(PROMPT)  # a new session (control)
+    assert offered, diag(cp, home)
