@@ -465,7 +465,8 @@ def evidence(rec, found):
       (a shell command reading a SKILL.md) and the ``<skill><name>``
       message it adds for a skill the user names;
     - Gemini CLI: ``{"toolCalls": [{"name": "activate_skill", "args":
-      {"name": NAME}}]}`` and ``read_file`` of a SKILL.md;
+      {"name": NAME}}]}`` and ``read_file`` of a SKILL.md, unless the call
+      failed (``"status": "error"``);
     - chat messages (Hermes): ``{"tool_calls": [{"function": {"name":
       "skill_view", "arguments": "{\\"name\\": NAME}"}}]}``."""
     if not isinstance(rec, dict):
@@ -486,7 +487,7 @@ def evidence(rec, found):
         calls = rec.get(key)
         if isinstance(calls, list):
             for c in calls:
-                if isinstance(c, dict):
+                if isinstance(c, dict) and c.get("status") not in ("error", "cancelled"):  # Gemini's failed calls
                     fn = c.get("function")
                     if isinstance(fn, dict):
                         _call(fn.get("name"), fn.get("arguments"), found)

@@ -478,6 +478,15 @@ def test_each_runners_way_of_loading_a_skill_is_seen(hook, tmp_path, shape):
     assert hook("pull the text out of my scanned pdf invoice", session="clean") == ["pdf-extract"]
 
 
+def test_a_failed_gemini_call_is_not_a_load(hook, tmp_path):
+    # As Gemini CLI 0.61 records a read_file outside its workspace.
+    call = dict(LOADS["gemini read_file"]["toolCalls"][0], status="error",
+                result=[{"functionResponse": {"name": "read_file", "response": {"error": "Path not in workspace"}}}])
+    path = tmp_path / "session-x.jsonl"
+    path.write_text(json.dumps(dict(LOADS["gemini read_file"], toolCalls=[call])) + "\n")
+    assert hook("pull the text out of my scanned pdf invoice", transcript=path) == ["pdf-extract"]
+
+
 def test_a_gemini_transcript_in_one_document_is_read(hook, tmp_path):
     path = tmp_path / "session-2026.json"
     path.write_text(json.dumps({"sessionId": "s", "messages": [LOADS["gemini activate_skill"]]}, indent=2))
