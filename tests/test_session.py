@@ -25,8 +25,9 @@ SESSION = "0b6f2c1e-5d1a-4c53-9e55-2f6a1c1d7e01"
 
 @pytest.fixture
 def skills(tmp_path):
-    """Three task skills, and four whose words today's rules match on
-    small talk and acknowledgements (as the mixed corpus' do)."""
+    """Three task skills, and four that share words with small talk and
+    acknowledgements without being asked for by them (as the mixed
+    corpus' skills do: "thanks, that worked!" gets self-eval there)."""
     root = tmp_path / "skills"
     for name, desc in [
         ("pdf-extract", "Extract text and tables from PDF files, including scanned PDF invoices via OCR."),
@@ -35,7 +36,7 @@ def skills(tmp_path):
         ("git-cleanup", "Clean up merged branches and close out stale pull requests once work is merged."),
         ("self-eval", "Check whether a fix worked: evaluate the last answer before you report success."),
         ("weekly-update", "Write a friendly Friday team update: what happened this week, say thanks."),
-        ("concise-writing", "Make an answer shorter and more concise; trim a bit of text."),
+        ("release-notes", "Write release notes that make the last changes easy to read, a bit shorter than a changelog."),
     ]:
         make_skill(root, name, {"name": name, "description": desc})
     return root
