@@ -367,19 +367,13 @@ class _Handler(BaseHTTPRequestHandler):
         if route == "chat":
             self._send(200, *_chat_reply(body, text, stream))
         elif route == "anthropic":
-            call = self.server.mock.tool_call
-            msgs = json.dumps(body.get("messages") or [])
-            if call and call["marker"] in msgs and "tool_result" not in msgs:
-                self._send(200, *_anthropic_tool_use(body, call, stream))
-            else:
-                self._send(200, *_anthropic_reply(body, text, stream))
+            call = self.server.mock.call_due(body.get("messages"), "tool_result")
+            self._send(200, *(_anthropic_tool_use(body, call, stream) if call else
+                              _anthropic_reply(body, text, stream)))
         elif route == "responses":
-            call = self.server.mock.tool_call
-            items = json.dumps(body.get("input") or [])
-            if call and call["marker"] in items and "function_call_output" not in items:
-                self._send(200, *_responses_tool_call(body, call, stream))
-            else:
-                self._send(200, *_responses_reply(body, text, stream))
+            call = self.server.mock.call_due(body.get("input"), "function_call_output")
+            self._send(200, *(_responses_tool_call(body, call, stream) if call else
+                              _responses_reply(body, text, stream)))
         elif route == "gemini":
             # streamGenerateContent always streams (alt=sse); the body has no flag
             self._send(200, *_gemini_reply(text, "streamGenerateContent" in self.path))
@@ -462,6 +456,13 @@ class MockLLM:
     @property
     def base_url_v1(self) -> str:
         return self.url + "/v1"
+
+    def call_due(self, conversation, result_mark: str) -> dict | None:
+        """``tool_call`` when ``conversation`` (a request's messages) holds
+        its marker and no tool result (``result_mark``) yet, else None."""
+        text = json.dumps(conversation or [])
+        call = self.tool_call
+        return call if call and call["marker"] in text and result_mark not in text else None
 
     # -- log
     def _record(self, entry: dict) -> None:
