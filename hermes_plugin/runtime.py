@@ -57,6 +57,7 @@ def new_state(roots=None, index_path=None, interval="env"):
         "last_check": 0.0, "failed_at": None,
         "builds": {},    # thread id -> (tools, toolsets, names) of the last index build
         "sessions": {},  # session id -> {"tools": (tools, toolsets), "names": set}
+        "memory": {},    # what each session was given and loaded (retriever.session)
         "warned": set(),
         "semantic": _semantic_provider(),
     }
@@ -253,10 +254,12 @@ def message_text(user_message):
         return ""
 
 
-def retrieve(state, text, session_id="", platform=""):
+def retrieve(state, text, session_id="", platform="", history=None, remember=False):
     """The results injected for ``text``: the same ranking as
     ``skill-retrieve`` (top_k searched, inject_k kept), minus what Hermes
-    hides from this session."""
+    hides from this session.  With ``remember``, also minus what the
+    session was given in its last turns or has loaded (``history``: the
+    conversation Hermes passes), and this turn's results are remembered."""
     from retriever import service
     idx = ensure_index(state)
     if idx is None:
@@ -265,15 +268,23 @@ def retrieve(state, text, session_id="", platform=""):
     # Ranked within what Hermes shows this session, so a hidden skill never
     # takes a place, sets the floor or silences a visible match; the
     # optional LLM rerank sees only those too.
-    results, _ = service.answer(text, {"keep": lambda r: visibility.visible(r, view),
-                                       "session_id": session_id or None, "quiet": True,
-                                       "semantic": state.get("semantic"), "_path": state["path"]}, idx=idx)
+    req = {"keep": lambda r: visibility.visible(r, view), "session_id": session_id or None, "quiet": True,
+           "semantic": state.get("semantic"), "_path": state["path"]}
+    results, _ = service.answer(text, req, idx=idx)
+    if remember and session_id:
+        # Kept in memory: this process lives as long as Hermes does.
+        from retriever import session
+        with state["mu"]:  # gateway turns run in several threads
+            memo = session.begin(session_id, "hermes", history=history, store=state["memory"],
+                                 ranking="+".join(req.get("tiers") or ()))
+            results = session.filter(memo, results, text)
+            session.record(memo, results)
     return results
 
 
 def make_pre_llm_call(state):
     """The ``pre_llm_call`` hook: ``{"context": BLOCK}`` or None."""
-    def pre_llm_call(user_message=None, session_id="", platform="", **_):
+    def pre_llm_call(user_message=None, session_id="", platform="", conversation_history=None, **_):
         try:
             claim_build(state, session_id or "")
             text = message_text(user_message)
@@ -281,7 +292,8 @@ def make_pre_llm_call(state):
                 return None
             from retriever import render
             from retriever.runners import registry
-            block = render.text_block(retrieve(state, text, session_id or "", platform or ""),
+            block = render.text_block(retrieve(state, text, session_id or "", platform or "",
+                                               conversation_history, remember=True),
                                       registry.RUNNERS["hermes"]["load"])
             maybe_check(state)
             return {"context": block} if block else None

@@ -115,7 +115,7 @@ def spec_key(roots, platform, only_hermes=False, hermes_dir=None, remembered=())
     if not roots:
         parts += ["remembered=" + r for r in remembered]
     parts.append("platform=" + (platform or ""))
-    return _fnv64("\0".join(parts))
+    return fnv64("\0".join(parts))
 
 
 def default_index_path(roots, platform, only_hermes=False, hermes_dir=None, remembered=()):
@@ -123,7 +123,8 @@ def default_index_path(roots, platform, only_hermes=False, hermes_dir=None, reme
     return "%s/index-%s.skr" % (cache_dir(), spec_key(roots, platform, only_hermes, hermes_dir, remembered))
 
 
-def _fnv64(s):
+def fnv64(s):
+    """A short stable key for ``s``: its 64-bit FNV-1a hash as 16 hex digits."""
     h = 0xCBF29CE484222325
     for b in s.encode("utf-8", "surrogateescape"):
         h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF

@@ -12,6 +12,7 @@
 
 import ast
 import json
+import os
 import re
 from pathlib import Path
 
@@ -140,6 +141,27 @@ def test_a_hook_imports_exactly_what_answering_needs(tmp_path):
     mods, out = _imported(["hook", "claude-code", "--root", str(root), "--index", str(index)], env, stdin)
     assert b"pdf-merge" in out
     assert mods == HOOK_MODULES
+
+
+def test_a_hook_with_a_session_adds_only_the_session_memory(tmp_path):
+    """Claude Code, Codex and Gemini name a session and a transcript: the
+    memory (retriever.session, served from the bundle) reads one small
+    state file and the transcript's tail with modules already loaded."""
+    from skillret_helpers import base_env
+    env = base_env(tmp_path)
+    root = _tree(tmp_path)
+    index = tmp_path / "i.skr"
+    assert_clean(run_cli(["build", "--root", root, "--index", index], env))
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Skill", '
+                          '"input": {"skill": "k8s-certs"}}]}}\n')
+    stdin = json.dumps({"prompt": "merge pdf files", "cwd": str(tmp_path), "session_id": "s1",
+                        "transcript_path": str(transcript)}).encode()
+    # The steady state: the cache folder exists (the first prompt ever makes it).
+    os.makedirs(os.path.join(env["XDG_CACHE_HOME"], "skill-retrieval"), mode=0o700, exist_ok=True)
+    mods, out = _imported(["hook", "claude-code", "--root", str(root), "--index", str(index)], env, stdin)
+    assert b"pdf-merge" in out
+    assert mods == HOOK_MODULES | {"retriever.session"}
 
 
 def test_a_build_finds_pyyaml_without_running_this_packages_editable_install_hook(tmp_path):

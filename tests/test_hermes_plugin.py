@@ -8,6 +8,7 @@ same code against the real Hermes 0.19.0 is in tests/e2e/test_hermes_e2e.py.
 """
 
 import copy
+import itertools
 import json
 import logging
 import os
@@ -131,9 +132,14 @@ class FakeCtx:
         return self.hooks[name][-1]
 
 
+_SESSIONS = itertools.count(1)
+
+
 def turn_kwargs(message, **over):
-    """Exactly the kwargs Hermes 0.19.0 passes pre_llm_call, plus one unknown."""
-    kw = dict(session_id="s1", task_id="t1", turn_id="u1", user_message=message,
+    """Exactly the kwargs Hermes 0.19.0 passes pre_llm_call, plus one unknown.
+    Each call is a new session unless ``session_id`` is given: a second
+    turn of a session is not given what the first was (retriever.session)."""
+    kw = dict(session_id="s%d" % next(_SESSIONS), task_id="t1", turn_id="u1", user_message=message,
               conversation_history=[{"role": "user", "content": message}], is_first_turn=True,
               model="mock-model", platform="cli", sender_id="",
               telemetry_schema_version="hermes.observer.v1", parent_session_id="p0")
@@ -445,6 +451,26 @@ def test_hook_handles_a_very_long_message(hermes_home):
     assert injected(out) == [] or "pdf-ocr" in injected(out)
 
 
+def test_a_session_is_not_given_again_what_it_was_given_or_loaded(hermes_home):
+    ctx, state = start()
+    hook = ctx.hook()
+    pdf, k8s = "extract the text of my scanned pdf with ocr", "rotate the kubernetes tls certificates"
+    assert injected(hook(**turn_kwargs(pdf, session_id="a")))[0] == "pdf-ocr"
+    assert "pdf-ocr" not in injected(hook(**turn_kwargs(pdf, session_id="a")))  # given a turn ago
+    assert injected(hook(**turn_kwargs(pdf, session_id="b")))[0] == "pdf-ocr"  # another session
+    # The agent loaded k8s-cert-rotation with skill_view (Hermes passes the conversation).
+    history = [{"role": "user", "content": "earlier"},
+               {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                   "name": "skill_view", "arguments": '{"name": "k8s-cert-rotation"}'}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "# k8s-cert-rotation ..."},
+               {"role": "user", "content": k8s}]
+    assert "k8s-cert-rotation" not in injected(hook(**turn_kwargs(k8s, session_id="c", conversation_history=history)))
+    assert injected(hook(**turn_kwargs(k8s, session_id="d")))[0] == "k8s-cert-rotation"
+    # The memory stays in the process, bounded: no file is written.
+    assert len(state["memory"]["sessions"]) <= 4
+    assert not (Path(os.environ["XDG_CACHE_HOME"]) / "skill-retrieval" / "sessions.json").exists()
+
+
 def test_top_k_and_inject_k_are_honoured(hermes_home, monkeypatch):
     ctx, _ = start()
     query = "rotate kubernetes certificates, extract scanned pdf text, meeting transcript action items"
@@ -648,8 +674,10 @@ def test_tool_conditions_follow_the_tools_hermes_built_the_index_with(hermes_hom
     sys.modules["agent.prompt_builder"].build_skills_system_prompt({"terminal"}, {"terminal"})
     assert injected(hook(**turn_kwargs(q, session_id="c"))) == ["curl-screenshot"]
     # Later turns of b and c keep their own tools; a built index is used once.
-    assert "browser-screenshot" in injected(hook(**turn_kwargs(q, session_id="b")))
-    assert injected(hook(**turn_kwargs(q, session_id="c"))) == ["curl-screenshot"]
+    # (Each asks for its skill by name: a skill given a turn ago is not
+    # given again unless asked for, see retriever.session.)
+    assert "browser-screenshot" in injected(hook(**turn_kwargs("browser-screenshot again: " + q, session_id="b")))
+    assert injected(hook(**turn_kwargs("curl-screenshot again: " + q, session_id="c"))) == ["curl-screenshot"]
     assert injected(hook(**turn_kwargs(q, session_id="d"))) == []
     # Built with no tool information at all: Hermes shows everything, so do we.
     sys.modules["agent.prompt_builder"].build_skills_system_prompt()

@@ -6,6 +6,7 @@ runner's empty answer (nothing, ``{}`` for Gemini, ``{"cancel": false}`` for
 Cline), exit 0, print nothing on stderr and add exactly one log line.
 """
 
+import itertools
 import json
 import os
 import re
@@ -20,25 +21,31 @@ EMPTY = {"claude-code": "", "codex": "", "hermes": "", "gemini": "{}\n", "cline"
 RUNNERS = list(EMPTY)
 
 
-def payload(runner, prompt, cwd="/tmp"):
-    """A payload shaped like the one each runner sends (see docs/hook-runners.md)."""
+_SESSIONS = itertools.count(1)
+
+
+def payload(runner, prompt, cwd="/tmp", session=None):
+    """A payload shaped like the one each runner sends (see docs/hook-runners.md).
+    Each call is a new session unless ``session`` names one: a second
+    prompt of a session is not given what the first was (retriever.session)."""
+    session = session or "s%d" % next(_SESSIONS)
     if runner == "claude-code":
-        return {"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": cwd,
+        return {"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": cwd,
                 "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
                 "prompt": prompt, "prompt_id": "p1"}
     if runner == "codex":
-        return {"session_id": "s1", "turn_id": "t1", "transcript_path": None, "cwd": cwd,
+        return {"session_id": session, "turn_id": "t1", "transcript_path": None, "cwd": cwd,
                 "hook_event_name": "UserPromptSubmit", "model": "gpt-x",
                 "permission_mode": "bypassPermissions", "prompt": prompt}
     if runner == "gemini":
-        return {"session_id": "s1", "transcript_path": "/tmp/t.json", "cwd": cwd,
+        return {"session_id": session, "transcript_path": "/tmp/t.json", "cwd": cwd,
                 "hook_event_name": "BeforeAgent", "timestamp": "2026-01-01T00:00:00Z", "prompt": prompt}
     if runner == "cline":
         return {"clineVersion": "3.40.0", "hookName": "UserPromptSubmit", "timestamp": "1",
-                "taskId": "t1", "workspaceRoots": [cwd], "userId": "u1",
+                "taskId": session, "workspaceRoots": [cwd], "userId": "u1",
                 "userPromptSubmit": {"prompt": prompt, "attachments": []}}
     return {"hook_event_name": "pre_llm_call", "tool_name": None, "tool_input": None,
-            "session_id": "s1", "cwd": cwd,
+            "session_id": session, "cwd": cwd,
             "extra": {"task_id": "t", "turn_id": "u", "user_message": prompt,
                       "conversation_history": [], "is_first_turn": True, "model": "m",
                       "platform": "cli", "sender_id": "", "telemetry_schema_version": "hermes.observer.v1"}}
@@ -169,6 +176,16 @@ def test_bad_stdin_fails_open(runner, case, hook, skills, log):
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, EMPTY[runner], "")
     lines = log()
     assert len(lines) == 1 and "hook %s: " % runner in lines[0], lines
+
+
+def test_malformed_json_is_named_in_the_log(hook, skills, log):
+    # The C scanner's syntax errors once surfaced as "SystemError: ...
+    # returned NULL without setting an exception" (json not imported).
+    for raw in (b'{"prompt": "pdf', b"{not json", b'{"prompt" 1}'):
+        proc = hook("claude-code", raw, "--root", skills)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    lines = log()
+    assert len(lines) == 3 and all("stdin is not valid JSON" in l for l in lines), lines
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
@@ -431,6 +448,7 @@ def test_new_skill_folder_is_picked_up(hook, tmp_path):
     p = payload("claude-code", "zebra", cwd=str(proj))
     assert _names(hook("claude-code", p), "claude-code") == {"user-skill"}
     _marked(proj / ".claude" / "skills", "proj-skill", "zebra")
+    p = payload("claude-code", "zebra", cwd=str(proj))  # a new session: nothing given yet
     assert _names(hook("claude-code", p), "claude-code") == {"user-skill", "proj-skill"}
 
 

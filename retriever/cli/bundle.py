@@ -46,7 +46,7 @@ HOT = (
     "retriever.query", "retriever.decide", "retriever.analyze", "retriever.tokenize", "retriever.render",
     "retriever.message", "retriever.userroots",
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
-    "retriever.runners.skillsets", "retriever.visibility", "retriever.jsonlite",
+    "retriever.runners.skillsets", "retriever.visibility", "retriever.jsonlite", "retriever.session",
     "retriever.semantic", "retriever.semantic.client", "retriever.semantic.fuse",
 )
 MAX_HEAD = 1 << 20  # a longer table is damage, not a bundle

@@ -108,24 +108,54 @@ def fit(runner, results):
     """The runner's output for the longest prefix of ``results`` whose
     output stays under the runner's cap (whole skills are dropped, never
     cut mid-line); the empty output when not even one fits."""
+    return fitted(runner, results)[0]
+
+
+def fitted(runner, results):
+    """``(output, n)``: ``fit``'s output and the number of skills in it."""
     from retriever.render import text_block
     rec = runner_record(runner)
     cap, load = rec["cap"], rec.get("load")
     if results:
         out = envelope(runner, text_block(results, load))
         if len(out) < cap:
-            return out  # the usual case: everything fits, one rendering
+            return out, len(results)  # the usual case: everything fits, one rendering
     lo, hi = 0, len(results)
-    best = empty_output(runner)
+    best = empty_output(runner), 0
     while lo < hi:  # the length grows with the prefix: bisect on it
         mid = (lo + hi + 1) // 2
         out = envelope(runner, text_block(results[:mid], load))
         if len(out) < cap:
-            best = out
+            best = out, mid
             lo = mid
         else:
             hi = mid - 1
     return best
+
+
+def _field(payload, keys):
+    # The value at ``keys`` in the payload, or None.
+    value = payload
+    for key in keys or ():
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value if keys else None
+
+
+def session_memory(runner, payload, ranking=""):
+    """The session memory for this prompt (``retriever.session.begin``),
+    or None when the payload names no session: the runner record's
+    ``session`` says where its session id, transcript path and
+    conversation are.  ``ranking`` names the tiers that ranked."""
+    where = runner_record(runner).get("session") or {}
+    sid = _field(payload, where.get("id"))
+    if not isinstance(sid, str) or not sid:
+        return None
+    from retriever import session
+    return session.begin(sid, runner, transcript=_field(payload, where.get("transcript")),
+                         history=_field(payload, where.get("history")), agent_id=payload.get("agent_id"),
+                         ranking=ranking)
 
 
 # ----------------------------------------------------------------- answer
@@ -162,7 +192,16 @@ def _answer(runner, opts, text, payload):
            "wait": settings.get("SKILL_RETRIEVAL_HOOK_WAIT"), "label": "hook " + runner,
            "keep": keep, "session_id": session}
     results, path = service.answer(text, req)
-    return fit(runner, results), path
+    memo = session_memory(runner, payload, "+".join(req.get("tiers") or ()))
+    if memo is None:
+        return fit(runner, results), path
+    # What the session already holds is taken out after the decision,
+    # and what this turn injects is remembered for the next ones.
+    from retriever import session as memory
+    results = memory.filter(memo, results, text)
+    out, n = fitted(runner, results)
+    memory.record(memo, results[:n])
+    return out, path
 
 
 # -------------------------------------------------------------------- run

@@ -26,7 +26,13 @@ A record is a plain dict:
             that gives the runner's skill set: its folders in precedence
             order and how it names and hides skills (None: Hermes' own
             folders and config rules)
-  payload   a sample stdin for doctor's live probe (the prompt is filled in)
+  session   where the stdin JSON holds the session (retriever.session):
+            {"id": keys to its session id, "transcript": keys to the
+            runner's transcript file, "history": keys to the conversation
+            as chat messages}; each optional, no "id": no session memory
+  payload   a sample stdin for doctor's live probe (the prompt is filled in);
+            it names no session, so a probe neither leaves session memory
+            behind nor is silenced by its own warm-up run
   note      one line shown after install
   load      how the model loads a skill in this runner, for the injected
             block's guidance line ("with the Skill tool")
@@ -48,7 +54,8 @@ RUNNERS = {
         "timeout": (5, "s"),
         "switches": (("disableAllHooks", True, 'remove "disableAllHooks" from %s'),),
         "skills": "claude_code",
-        "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "UserPromptSubmit"},
+        "session": {"id": ("session_id",), "transcript": ("transcript_path",)},
+        "payload": {"session_id": None, "transcript_path": None, "hook_event_name": "UserPromptSubmit"},
         "note": "Claude Code runs it on every prompt (check with /hooks).",
     },
     "codex": {
@@ -63,7 +70,8 @@ RUNNERS = {
         "timeout": (5, "s"),
         "switches": (),
         "skills": "codex",
-        "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "UserPromptSubmit",
+        "session": {"id": ("session_id",), "transcript": ("transcript_path",)},
+        "payload": {"session_id": None, "transcript_path": None, "hook_event_name": "UserPromptSubmit",
                     "turn_id": "doctor", "model": "doctor", "permission_mode": "default"},
         "note": ("Codex skips hooks it does not trust, silently: open codex and approve it in /hooks "
                  "(project hooks also need the project trusted); CI can pass "
@@ -81,7 +89,8 @@ RUNNERS = {
         "timeout": (5000, "ms"),
         "switches": (("hooksConfig.enabled", False, 'set "hooksConfig": {"enabled": true} in %s'),),
         "skills": "gemini",
-        "payload": {"session_id": "doctor", "transcript_path": None, "hook_event_name": "BeforeAgent"},
+        "session": {"id": ("session_id",), "transcript": ("transcript_path",)},
+        "payload": {"session_id": None, "transcript_path": None, "hook_event_name": "BeforeAgent"},
         "note": ("Gemini CLI runs it before each turn; if your version has hooks off by default, "
                  "enable them in settings.json (hooksConfig.enabled or, in older releases, tools.enableHooks)."),
     },
@@ -101,7 +110,8 @@ RUNNERS = {
         "timeout": (30, "s"),
         "switches": (),
         "skills": "cline",
-        "payload": {"hookName": "UserPromptSubmit", "taskId": "doctor"},
+        "session": {"id": ("taskId",)},
+        "payload": {"hookName": "UserPromptSubmit", "taskId": None},
         "note": ("Cline runs it when hooks are enabled (Settings > Features > Hooks); its context "
                  "reaches the model in the VS Code extension."),
     },
@@ -116,7 +126,8 @@ RUNNERS = {
         "timeout": (5, "s"),
         "switches": (),
         "skills": None,
-        "payload": {"hook_event_name": "pre_llm_call", "session_id": "doctor"},
+        "session": {"id": ("session_id",), "history": ("extra", "conversation_history")},
+        "payload": {"hook_event_name": "pre_llm_call", "session_id": None},
         "note": "",
     },
     # OpenCode has no hook subprocess contract: its plugin API runs
@@ -153,7 +164,8 @@ RUNNERS = {
         "timeout": (5, "s"),
         "switches": (),
         "skills": "opencode",
-        "payload": {"session_id": "doctor"},
+        "session": {"id": ("session_id",)},
+        "payload": {"session_id": None},
         "note": "OpenCode loads it at start-up: restart OpenCode.",
     },
 }

@@ -156,6 +156,34 @@ def _anthropic_reply(body: dict, text: str, stream: bool):
     ])
 
 
+def _anthropic_tool_use(body: dict, call: dict, stream: bool):
+    """A reply calling tool ``call["name"]`` with ``call["input"]``."""
+    model = body.get("model") or DEFAULT_MODEL
+    usage = {"input_tokens": 10, "output_tokens": 5,
+             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    block = {"type": "tool_use", "id": "toolu_mock01", "name": call["name"], "input": call["input"]}
+    if not stream:
+        return "application/json", json.dumps({
+            "id": "msg_mock02", "type": "message", "role": "assistant", "model": model,
+            "content": [block], "stop_reason": "tool_use", "stop_sequence": None, "usage": usage,
+        }).encode()
+    return "text/event-stream", _sse([
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_mock02", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": dict(usage, output_tokens=0)}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": dict(block, input={})}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "input_json_delta", "partial_json": json.dumps(call["input"])}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                           "usage": {"output_tokens": 5}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
 def _responses_reply(body: dict, text: str, stream: bool):
     model = body.get("model") or DEFAULT_MODEL
     created = int(time.time())
@@ -195,6 +223,32 @@ def _responses_reply(body: dict, text: str, stream: bool):
            content_index=0, part=part),
         ev("response.output_item.done", output_index=0, item=item_done),
         ev("response.completed", response=response("completed", [item_done], True)),
+    ])
+
+
+def _responses_tool_call(body: dict, call: dict, stream: bool):
+    """A Responses reply calling function ``call["name"]`` with ``call["input"]``."""
+    model = body.get("model") or DEFAULT_MODEL
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 15}
+    item = {"type": "function_call", "id": "fc_mock01", "status": "completed", "call_id": "call_mock01",
+            "name": call["name"], "arguments": json.dumps(call["input"])}
+    resp = {"id": "resp_mock02", "object": "response", "created_at": int(time.time()), "status": "completed",
+            "model": model, "output": [item], "usage": usage, "error": None, "incomplete_details": None}
+    if not stream:
+        return "application/json", json.dumps(resp).encode()
+    seq = iter(range(1000))
+    ev = lambda name, **kw: (name, dict(type=name, sequence_number=next(seq), **kw))  # noqa: E731
+    return "text/event-stream", _sse([
+        ev("response.created", response=dict(resp, status="in_progress", output=[], usage=None)),
+        ev("response.output_item.added", output_index=0, item=dict(item, status="in_progress", arguments="")),
+        ev("response.function_call_arguments.delta", item_id="fc_mock01", output_index=0,
+           delta=item["arguments"]),
+        ev("response.function_call_arguments.done", item_id="fc_mock01", output_index=0,
+           arguments=item["arguments"]),
+        ev("response.output_item.done", output_index=0, item=item),
+        ev("response.completed", response=resp),
     ])
 
 
@@ -313,9 +367,13 @@ class _Handler(BaseHTTPRequestHandler):
         if route == "chat":
             self._send(200, *_chat_reply(body, text, stream))
         elif route == "anthropic":
-            self._send(200, *_anthropic_reply(body, text, stream))
+            call = self.server.mock.call_due(body.get("messages"), "tool_result")
+            self._send(200, *(_anthropic_tool_use(body, call, stream) if call else
+                              _anthropic_reply(body, text, stream)))
         elif route == "responses":
-            self._send(200, *_responses_reply(body, text, stream))
+            call = self.server.mock.call_due(body.get("input"), "function_call_output")
+            self._send(200, *(_responses_tool_call(body, call, stream) if call else
+                              _responses_reply(body, text, stream)))
         elif route == "gemini":
             # streamGenerateContent always streams (alt=sse); the body has no flag
             self._send(200, *_gemini_reply(text, "streamGenerateContent" in self.path))
@@ -345,6 +403,9 @@ class MockLLM:
     (``url + "/v1"``), ``requests`` (list of dicts with ``method``, ``path``,
     ``body`` (parsed JSON, else text, else None), ``headers`` (lower-cased,
     credentials dropped) and ``time``), ``reply_text`` and ``model``.
+    ``tool_call`` (Anthropic and Responses dialects): ``{"marker", "name",
+    "input"}`` makes a request whose messages hold ``marker`` and no tool
+    result yet get a call of tool ``name`` instead of the reply text.
     """
 
     def __init__(self, reply_text: str = "OK", model: str = DEFAULT_MODEL,
@@ -352,6 +413,7 @@ class MockLLM:
                  verbose: bool = False):
         self.reply_text = reply_text
         self.model = model
+        self.tool_call: dict | None = None
         self.verbose = verbose
         self.log_path = log_path
         self.requests: list[dict] = []
@@ -394,6 +456,13 @@ class MockLLM:
     @property
     def base_url_v1(self) -> str:
         return self.url + "/v1"
+
+    def call_due(self, conversation, result_mark: str) -> dict | None:
+        """``tool_call`` when ``conversation`` (a request's messages) holds
+        its marker and no tool result (``result_mark``) yet, else None."""
+        text = json.dumps(conversation or [])
+        call = self.tool_call
+        return call if call and call["marker"] in text and result_mark not in text else None
 
     # -- log
     def _record(self, entry: dict) -> None:

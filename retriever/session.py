@@ -1,0 +1,601 @@
+"""Session memory: a skill the agent was just given, or has loaded, is not
+offered again.
+
+A filter applied after the decision of what to inject: the decision stays
+per prompt; this module only takes out what the session already holds.
+
+- A skill injected in the last ``RECENT_TURNS`` turns of the same session
+  is not injected again, unless the turn asks for it again (``asks_for``):
+  the message names the skill, or the skill scores at least ``STRONGER``
+  times its score when it was injected, by the same ranking (scores of
+  BM25 alone and of the fused ranking are not on one scale).
+- A skill the agent has loaded in this session is not offered again: seen
+  in the runner's transcript (Claude Code, Codex and Gemini CLI name one in
+  the hook payload) or in the conversation Hermes passes its hooks.
+
+Use::
+
+    memo = session.begin(session_id, runner, transcript=path, history=msgs,
+                         ranking="+".join(tiers))
+    results = session.filter(memo, results, text)
+    session.record(memo, injected)
+
+``begin`` returns None without a session id, and ``filter`` and ``record``
+then do nothing: a hook without one behaves as it did before.
+
+The memory of every session of a user is one small JSON file in the cache
+folder (``sessions.json``, mode 0600), read once per prompt and replaced
+atomically when the turn changes what it holds (a silent turn with nothing
+injected in the window writes nothing); the Hermes plugin, a long-lived
+process, passes a dict (``store``) instead.  It is bounded (``MAX_SESSIONS``
+sessions, each with at most ``MAX_GIVEN`` injections and ``MAX_LOADED``
+loaded skills, ``MAX_FILE_BYTES`` in all) and a session is forgotten a day
+(``EXPIRE_S``) after its memory last changed.  Two prompts of one session at
+once each replace the whole file: one of the two updates may be lost, the
+file is never torn.
+
+Only what the product made, where only the user can write, is trusted: a
+state file that is a link, is not a regular file, belongs to someone else or
+does not parse is ignored (and a file not ours is never replaced); a
+transcript is read only at an absolute path naming a regular file the user
+owns, at most ``TAIL_BYTES`` from its end, and its text is untrusted: every
+field is type-checked, and all it can do is keep a skill out.
+
+Hot path: runs in the per-prompt hook process; built-in modules, ``locate``
+and ``jsonlite`` only, plain dicts and lists.
+"""
+
+import posix
+import time
+
+from retriever import jsonlite, locate
+
+# A turn is one user prompt.  The runners keep the whole conversation in
+# the model's context, so an injected description is still there a few
+# prompts later; four turns cover a task and its follow-ups ("now the
+# tables too", "shorter", "thanks"), and after that a still-relevant skill
+# is offered again in case the context was compacted or the topic moved on.
+RECENT_TURNS = 4
+STRONGER = 2.0          # a score this many times the injected one asks again
+EXPIRE_S = 86400.0      # a session is forgotten a day after its last prompt
+MAX_SESSIONS = 100      # sessions kept; the least recently used go first
+MAX_GIVEN = 32          # injections remembered per session
+MAX_LOADED = 64         # loaded skills (names and folders) per session
+MAX_FILE_BYTES = 1 << 18  # saved smaller (oldest sessions dropped); a larger one is not ours
+TAIL_BYTES = 1 << 19    # a transcript is read this far from its end at most
+HISTORY_MESSAGES = 200  # Hermes: messages of the conversation looked at
+_FILE = "sessions.json"
+# Tools whose only argument is a skill's name (Claude Code's Skill, Gemini
+# CLI's activate_skill, Hermes' skill_view).
+_SKILL_TOOLS = ("skill", "activate_skill", "skill_view")
+# Transcript lines that can show a skill being loaded hold one of these;
+# only those lines are parsed.
+_MARKERS = (b"SKILL.md", b'"Skill"', b"activate_skill", b"skill_view", b"<skill>",
+            b"Base directory for this skill")
+_BASE_DIR = "Base directory for this skill: "  # Claude Code, before a loaded skill's text
+
+
+# ------------------------------------------------------------------ the API
+
+
+def begin(session_id, runner="", transcript=None, history=None, agent_id=None, ranking="",
+          store=None, path=None, now=None):
+    """The memory of one prompt of session ``session_id`` (a str), or None
+    when there is none (no session id, or no safe place to keep it).
+
+    ``transcript``: the runner's transcript file, read when ``filter`` has
+    something to filter.  ``history``: a list of chat messages (Hermes).
+    ``agent_id``: a subagent's id (its context is not its parent's).
+    ``ranking``: which ranking scored this prompt's results ("bm25",
+    "bm25+semantic"): scores are compared only within one.
+    ``store``: a dict holding the sessions in memory (the Hermes plugin);
+    otherwise the state file at ``path`` (default: ``state_path()``).
+    ``now``: the clock, in seconds since the epoch (tests)."""
+    if not isinstance(session_id, str) or not session_id:
+        return None
+    now = time.time() if now is None else now
+    if store is not None:
+        sessions, writable = store.setdefault("sessions", {}), False
+    else:
+        path = path or state_path()
+        sessions, writable = load(path, now)
+        if writable is None:
+            return None
+    prune(sessions, now)
+    key = _key(runner, session_id, agent_id)
+    entry = sessions.get(key)
+    if entry is None:
+        entry = {"t": now, "n": 0, "g": [], "l": [], "x": None}
+    entry["n"] += 1
+    return {"key": key, "entry": entry, "sessions": sessions, "path": path, "writable": writable,
+            "now": now, "ranking": ranking or "", "transcript": transcript if isinstance(transcript, str) else None,
+            "history": history if isinstance(history, list) else None, "seen": False,
+            # Whether this turn changes what the session holds: a turn that
+            # injects nothing, finds no new load and has nothing injected in
+            # the window to count down is not written.
+            "changed": any(entry["n"] - g[0] <= RECENT_TURNS for g in entry["g"])}
+
+
+def filter(memo, results, text=""):
+    """``results`` (ranked result dicts, in order) without the skills this
+    session already holds: injected in the last RECENT_TURNS turns (unless
+    ``asks_for``) or loaded by the agent.  ``memo`` None: ``results``."""
+    if memo is None or not results:
+        return results
+    entry = memo["entry"]
+    _see_loaded(memo)
+    loaded = set(entry["l"])
+    recent = {}
+    for turn, rid, score, ranking in entry["g"]:
+        if entry["n"] - turn <= RECENT_TURNS:
+            recent[rid] = score if ranking == memo["ranking"] else 0.0
+    if not loaded and not recent:
+        return results
+    low = text.lower() if isinstance(text, str) else ""
+    out = []
+    for r in results:
+        if _loaded(r, loaded):
+            continue
+        if r["id"] in recent and not asks_for(r, low, recent[r["id"]]):
+            continue
+        out.append(r)
+    return out
+
+
+def record(memo, injected):
+    """Remember that ``injected`` (result dicts) went into this turn of the
+    session, and save.  Never raises; ``memo`` None does nothing."""
+    if memo is None:
+        return
+    try:
+        entry, n = memo["entry"], memo["entry"]["n"]
+        ids = {r["id"] for r in injected}
+        given = [g for g in entry["g"] if g[1] not in ids and n - g[0] < RECENT_TURNS]
+        given += [[n, r["id"], r.get("score") or 0.0, memo["ranking"]] for r in injected]
+        entry["g"] = given[-MAX_GIVEN:]
+        entry["t"] = memo["now"]
+        sessions = memo["sessions"]
+        if not injected and not memo["changed"]:
+            return  # nothing to count down, nothing new: no write
+        sessions.pop(memo["key"], None)
+        sessions[memo["key"]] = entry  # most recently used last
+        while len(sessions) > MAX_SESSIONS:
+            sessions.pop(next(iter(sessions)))
+        if memo["writable"]:
+            save(memo["path"], sessions)
+    except Exception as exc:  # memory is a saving, never a failure
+        locate.log("session memory: not saved (%s: %s)" % (type(exc).__name__, exc))
+
+
+def asks_for(result, text_lower, score_then):
+    """True when a turn asks again for a skill injected a few turns ago:
+    ``text_lower`` (the message, lower-cased) names it (its name or folder,
+    three characters or more, as a whole word; ``-`` and ``_`` may be written
+    as spaces), or its score now is at least STRONGER times ``score_then``
+    (0: not comparable)."""
+    score = result.get("score") or 0.0
+    if score_then and score > 0 and score >= STRONGER * score_then:
+        return True
+    for name in _names_of(result):
+        if len(name) >= 3 and (_has_word(text_lower, name) or
+                               _has_word(text_lower, name.replace("-", " ").replace("_", " "))):
+            return True
+    return False
+
+
+# ------------------------------------------------------------- state file
+
+
+def state_path():
+    """The state file: ``sessions.json`` in the per-user cache folder."""
+    return locate.cache_dir() + "/" + _FILE
+
+
+def load(path, now):
+    """``(sessions, writable)`` from the state file at ``path``: its
+    sessions (empty when it is missing, damaged, expired or not ours), and
+    whether it may be replaced: True, False when something not ours sits
+    there (a link, a folder, another user's file), None when its folder is
+    not the user's own and closed to others (then nothing is kept)."""
+    folder = path.rsplit("/", 1)[0]
+    if not _private_folder(folder):
+        return {}, None
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC)
+    except FileNotFoundError:
+        return {}, True
+    except OSError:
+        return {}, False  # a link (ELOOP) or unreadable: not ours
+    try:
+        st = posix.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != posix.getuid():
+            return {}, False
+        if st.st_size > MAX_FILE_BYTES or st.st_mode & 0o077 or now - st.st_mtime > EXPIRE_S:
+            return {}, True  # ours, but too big, opened to others or stale: start over
+        raw = _read(fd, st.st_size)
+    finally:
+        posix.close(fd)
+    try:
+        doc = jsonlite.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return {}, True
+    sessions = {}
+    found = doc.get("sessions") if isinstance(doc, dict) and doc.get("v") == 1 else None
+    if isinstance(found, dict):
+        for key, raw_entry in found.items():
+            entry = _clean(raw_entry)
+            if entry is not None:
+                sessions[key] = entry
+    return sessions, True
+
+
+def save(path, sessions):
+    """Replace the state file at ``path`` with ``sessions``, atomically:
+    a 0600 temporary file beside it, renamed over it.  Past MAX_FILE_BYTES
+    the least recently used sessions are left out."""
+    while True:
+        data = jsonlite.encode({"v": 1, "sessions": sessions}).encode("utf-8")
+        if len(data) <= MAX_FILE_BYTES or len(sessions) <= 1:
+            break
+        for key in list(sessions)[:max(1, len(sessions) // 4)]:
+            del sessions[key]
+    tmp = "%s.tmp-%d" % (path, posix.getpid())
+    flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
+    try:
+        fd = posix.open(tmp, flags, 0o600)
+    except FileExistsError:
+        # Left by a killed process that had this pid: ours if it is a
+        # regular file of this user (O_EXCL above never follows a link).
+        st = posix.lstat(tmp)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != posix.getuid():
+            raise
+        posix.unlink(tmp)
+        fd = posix.open(tmp, flags, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[posix.write(fd, view):]
+        finally:
+            posix.close(fd)
+        posix.rename(tmp, path)
+    except BaseException:
+        try:
+            posix.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def prune(sessions, now):
+    """Drop from ``sessions`` (in place) those idle for EXPIRE_S or dated
+    in the future, then the least recently used beyond MAX_SESSIONS."""
+    for key in [k for k, e in sessions.items() if not -3600.0 <= now - e["t"] <= EXPIRE_S]:
+        del sessions[key]
+    if len(sessions) > MAX_SESSIONS:
+        for key in sorted(sessions, key=lambda k: sessions[k]["t"])[:len(sessions) - MAX_SESSIONS]:
+            del sessions[key]
+
+
+def _private_folder(folder):
+    # The user's own folder, closed to others, created (0700) if missing.
+    try:
+        st = posix.lstat(folder)
+    except FileNotFoundError:
+        try:
+            from retriever.background import _makedirs
+            _makedirs(folder)
+            st = posix.lstat(folder)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == posix.getuid() and not st.st_mode & 0o022
+
+
+def _read(fd, limit):
+    chunks, left = [], limit
+    while left > 0:
+        b = posix.read(fd, min(left, 1 << 16))
+        if not b:
+            break
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)
+
+
+def _clean(e):
+    # A session entry as written by record, or None: the file is ours, but
+    # checked anyway (a damaged or hand-edited file must not crash a hook).
+    if not isinstance(e, dict):
+        return None
+    t, n, given, loaded, tx = e.get("t"), e.get("n"), e.get("g"), e.get("l"), e.get("x")
+    if not isinstance(t, (int, float)) or not isinstance(n, int) or n < 0 \
+            or not isinstance(given, list) or not isinstance(loaded, list):
+        return None
+    g = [[x[0], x[1], float(x[2]), x[3]] for x in given[-MAX_GIVEN:]
+         if isinstance(x, list) and len(x) == 4 and isinstance(x[0], int) and isinstance(x[1], str)
+         and isinstance(x[2], (int, float)) and isinstance(x[3], str)]
+    l = [x for x in loaded[-MAX_LOADED:] if isinstance(x, str)]
+    x = tx if isinstance(tx, list) and len(tx) == 3 and all(isinstance(v, int) for v in tx) else None
+    return {"t": float(t), "n": n, "g": g, "l": l, "x": x}
+
+
+def _key(runner, session_id, agent_id):
+    # Hashed: the file need not hold the runner's session ids.
+    parts = [runner or "", session_id]
+    if isinstance(agent_id, str) and agent_id:
+        parts.append(agent_id)
+    return locate.fnv64("\0".join(parts))
+
+
+# ----------------------------------------------------------- what it holds
+
+
+def _names_of(result):
+    # The names a runner or a user knows a skill by: its name and its
+    # folder (the last part of its id; Claude Code names a skill by it).
+    folder = result["id"].rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    name = result["name"].lower()
+    return (name,) if folder.lower() == name else (name, folder.lower())
+
+
+def _loaded(result, loaded):
+    if result.get("path") in loaded:
+        return True
+    return any(n in loaded for n in _names_of(result))
+
+
+def _has_word(text, word):
+    # ``word`` in ``text`` with no letter, digit, ``-`` or ``_`` either side.
+    i = text.find(word)
+    while i >= 0:
+        j = i + len(word)
+        if (i == 0 or not _wordy(text[i - 1])) and (j == len(text) or not _wordy(text[j])):
+            return True
+        i = text.find(word, i + 1)
+    return False
+
+
+def _wordy(c):
+    return c.isalnum() or c in "-_"
+
+
+def _see_loaded(memo):
+    # Add what the transcript (or Hermes' history) shows loaded since the
+    # last look to the session's loaded list; once per prompt.
+    if memo["seen"]:
+        return
+    memo["seen"] = True
+    entry = memo["entry"]
+    found = []
+    try:
+        if memo["transcript"]:
+            entry["x"] = read_transcript(memo["transcript"], entry["x"], found)
+        if memo["history"]:
+            for msg in memo["history"][-HISTORY_MESSAGES:]:
+                evidence(msg, found)
+    except Exception as exc:  # untrusted text: whatever it holds, the prompt is answered
+        locate.log("session memory: transcript skipped (%s: %s)" % (type(exc).__name__, exc))
+    if found:
+        merged = [x for x in entry["l"] if x not in found] + list(dict.fromkeys(found))
+        memo["changed"] = memo["changed"] or merged[-MAX_LOADED:] != entry["l"]
+        entry["l"] = merged[-MAX_LOADED:]
+
+
+# ------------------------------------------------------------- transcripts
+
+
+def read_transcript(path, tx, found):
+    """Add the skills the transcript at ``path`` shows loaded to ``found``
+    (a list of names and folders), reading what was added since ``tx``
+    (``[device, inode, offset]`` from the last call, or None) and at most
+    TAIL_BYTES; returns the new ``tx``.  A path that is not absolute, or
+    not a regular file of this user, is not read."""
+    if not path.startswith("/"):
+        return tx
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC)
+    except OSError:
+        return tx
+    try:
+        st = posix.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != posix.getuid():
+            return tx
+        size = st.st_size
+        if path.endswith(".json"):
+            # Gemini CLI before its JSONL files: one document, rewritten
+            # whole on each change; read whole when small enough.
+            if size <= TAIL_BYTES:
+                _whole_json(_read(fd, size), found)
+            return None
+        start = tx[2] if tx and tx[0] == st.st_dev and tx[1] == st.st_ino and tx[2] <= size else 0
+        cut = size - TAIL_BYTES > start  # the first line read may be a part
+        start = max(start, size - TAIL_BYTES)
+        posix.lseek(fd, start, 0)
+        data = _read(fd, size - start)
+    finally:
+        posix.close(fd)
+    end = data.rfind(b"\n")
+    if end < 0:
+        return tx  # nothing new, or a line still being written
+    for line in _marked_lines(data, end, data.find(b"\n") + 1 if cut else 0):
+        try:
+            rec = jsonlite.loads(line.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):  # nested past the parser's depth
+            continue
+        evidence(rec, found)
+    return [st.st_dev, st.st_ino, start + end + 1]
+
+
+def _marked_lines(data, end, first):
+    # The lines of data[first:end] holding a marker, in order; found by
+    # searching the buffer for each marker (C speed), not line by line.
+    spans = set()
+    for m in _MARKERS:
+        i = data.find(m, first, end)
+        while i >= 0:
+            a = data.rfind(b"\n", first, i) + 1 or first
+            b = data.find(b"\n", i, end + 1)
+            spans.add((max(a, first), b))
+            i = data.find(m, b, end)
+    return [data[a:b] for a, b in sorted(spans)]
+
+
+def _whole_json(data, found):
+    try:
+        doc = jsonlite.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return
+    msgs = doc.get("messages") if isinstance(doc, dict) else None
+    if isinstance(msgs, list):
+        for m in msgs[-HISTORY_MESSAGES:]:
+            evidence(m, found)
+
+
+def evidence(rec, found):
+    """Add the skills one transcript record or chat message shows loaded
+    to ``found``.  Shapes understood:
+
+    - Claude Code: ``{"message": {"content": [{"type": "tool_use", "name":
+      "Skill", "input": {"skill": NAME}}]}}``, a ``Read`` of a SKILL.md, and
+      the text Claude Code adds before a skill's body ("Base directory for
+      this skill: DIR");
+    - Codex: ``{"payload": {"type": "function_call", "name", "arguments"}}``
+      (a shell command reading a SKILL.md) and the ``<skill><name>``
+      message it adds for a skill the user names;
+    - Gemini CLI: ``{"toolCalls": [{"name": "activate_skill", "args":
+      {"name": NAME}}]}`` and ``read_file`` of a SKILL.md, unless the call
+      failed (``"status": "error"``);
+    - chat messages (Hermes): ``{"tool_calls": [{"function": {"name":
+      "skill_view", "arguments": "{\\"name\\": NAME}"}}]}``."""
+    if not isinstance(rec, dict):
+        return
+    msg = rec.get("message")
+    if isinstance(msg, dict):
+        _content(msg.get("content"), found)
+    p = rec.get("payload")
+    if isinstance(p, dict):
+        kind = p.get("type")
+        if kind in ("function_call", "custom_tool_call"):
+            _call(p.get("name"), p.get("arguments", p.get("input")), found)
+        elif kind == "local_shell_call" and isinstance(p.get("action"), dict):
+            _call("shell", p["action"].get("command"), found)
+        elif kind == "message" and p.get("role") == "user":
+            _content(p.get("content"), found)
+    for key in ("toolCalls", "tool_calls"):
+        calls = rec.get(key)
+        if isinstance(calls, list):
+            for c in calls:
+                if isinstance(c, dict) and c.get("status") not in ("error", "cancelled"):  # Gemini's failed calls
+                    fn = c.get("function")
+                    if isinstance(fn, dict):
+                        _call(fn.get("name"), fn.get("arguments"), found)
+                    else:
+                        _call(c.get("name"), c.get("args"), found)
+    if rec.get("role") == "user":
+        _content(rec.get("content"), found)
+
+
+def _content(content, found):
+    if isinstance(content, str):
+        _text(content, found)
+    elif isinstance(content, list):
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "tool_use":
+                _call(part.get("name"), part.get("input"), found)
+            elif isinstance(part.get("text"), str):
+                _text(part["text"], found)
+
+
+def _text(text, found):
+    # A message the runner adds when it loads a skill starts with its mark.
+    head = text[:2048].lstrip()
+    if head.startswith(_BASE_DIR):
+        _add_dir(head[len(_BASE_DIR):].split("\n", 1)[0].strip(), found)
+    elif head.startswith("<skill>"):
+        name = _between(head, "<name>", "</name>")
+        if name:
+            _add_name(name, found)
+        where = _between(head, "<path>", "</path>")
+        if where and where.endswith("/SKILL.md"):
+            _add_dir(where[:-len("/SKILL.md")], found)
+
+
+def _between(text, a, b):
+    i = text.find(a)
+    j = text.find(b, i + len(a)) if i >= 0 else -1
+    return text[i + len(a):j].strip() if j > i >= 0 else ""
+
+
+def _call(name, args, found):
+    if not isinstance(name, str):
+        return
+    if isinstance(args, str) and args[:1] == "{":
+        try:
+            args = jsonlite.loads(args)
+        except (ValueError, RecursionError):
+            pass
+    low = name.lower()
+    if low in _SKILL_TOOLS:
+        v = None
+        if isinstance(args, dict):
+            v = args.get("skill") or args.get("name") or args.get("command")
+        elif isinstance(args, str):
+            v = args
+        if isinstance(v, str) and v.strip():
+            _add_name(v, found)
+        return
+    if "write" in low or "edit" in low or "patch" in low or low == "replace":
+        return  # writing a SKILL.md is authoring one, not loading it
+    for s in _strings(args, 2):
+        i = s.find("SKILL.md")
+        while i >= 0:
+            _skill_path(s, i, found)
+            i = s.find("SKILL.md", i + 8)
+
+
+def _strings(v, depth):
+    if isinstance(v, str):
+        yield v
+    elif depth and isinstance(v, dict):
+        for x in v.values():
+            yield from _strings(x, depth - 1)
+    elif depth and isinstance(v, list):
+        for x in v[:64]:
+            yield from _strings(x, depth - 1)
+
+
+def _skill_path(s, i, found):
+    # The path token ending in the "SKILL.md" at ``i`` of ``s``: its folder
+    # is a loaded skill, unless the token is a pattern or a bare name.
+    end = i + 8
+    if end < len(s) and (s[end].isalnum() or s[end] in "._-"):
+        return
+    start = i
+    while start > 0 and s[start - 1] not in " \t\n\"'`=<>|;&(),:":
+        start -= 1
+    token = s[start:end]
+    if any(c in token for c in "*?[]{}$") or not token.endswith("/SKILL.md"):
+        return
+    _add_dir(token[:-len("/SKILL.md")], found)
+
+
+def _add_dir(folder, found):
+    folder = folder.rstrip("/")
+    if not folder or len(folder) > 1024:
+        return
+    found.append(folder)
+    _add_name(folder.rsplit("/", 1)[-1], found)
+
+
+def _add_name(name, found):
+    name = name.strip().lower()
+    if not name or len(name) > 256:
+        return
+    found.append(name)
+    for sep in ("/", ":"):  # a plugin's "plugin:name", Hermes' "category/name"
+        if sep in name:
+            found.append(name.rsplit(sep, 1)[-1])
