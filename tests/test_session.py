@@ -18,25 +18,27 @@ from pathlib import Path
 import pytest
 
 from retriever import session
-from skillret_helpers import BIN, make_skill
+from skillret_helpers import BIN, make_skill, run_cli
+from retriever import semantic
+from test_semantic import _wait, helpers  # noqa: F401  (the warm helper, stopped after the test)
 
 SESSION = "0b6f2c1e-5d1a-4c53-9e55-2f6a1c1d7e01"
 
 
 @pytest.fixture
 def skills(tmp_path):
-    """Three task skills, and four that share words with small talk and
-    acknowledgements without being asked for by them (as the mixed
-    corpus' skills do: "thanks, that worked!" gets self-eval there)."""
+    """Three task skills, and four real-looking ones that share a word or
+    two with small talk and acknowledgements ("week", "last", "report",
+    "score") without being asked for by them."""
     root = tmp_path / "skills"
     for name, desc in [
         ("pdf-extract", "Extract text and tables from PDF files, including scanned PDF invoices via OCR."),
         ("k8s-certs", "Rotate Kubernetes TLS certificates and kubeconfig credentials of a cluster."),
         ("git-bisect", "Find the commit that introduced a regression with git bisect."),
-        ("git-cleanup", "Clean up merged branches and close out stale pull requests once work is merged."),
-        ("self-eval", "Check whether a fix worked: evaluate the last answer before you report success."),
-        ("weekly-update", "Write a friendly Friday team update: what happened this week, say thanks."),
-        ("release-notes", "Write release notes that make the last changes easy to read, a bit shorter than a changelog."),
+        ("docker-slim", "Shrink Docker images with multi-stage builds, smaller base images and a .dockerignore."),
+        ("self-eval", "Evaluate an agent's outputs against a rubric and report a score for each."),
+        ("weekly-update", "Draft the weekly status report for the team from the week's commits and tickets."),
+        ("release-notes", "Generate release notes from the commits since the last tag, grouped by change type."),
     ]:
         make_skill(root, name, {"name": name, "description": desc})
     return root
@@ -58,7 +60,9 @@ def hook(cli, skills, tmp_path):
         p.update(extra)
         if session is None:
             del p["session_id"]
-        proc = cli("hook", "claude-code", "--root", skills, input=json.dumps(p))
+        # At the defaults: the calibrated decision on (conftest turns it off).
+        proc = cli("hook", "claude-code", "--root", skills, input=json.dumps(p),
+                   env={"SKILL_RETRIEVAL_DECIDE": None})
         assert (proc.returncode, proc.stderr) == (0, ""), proc
         return names_in(proc.stdout)
     return run
@@ -160,11 +164,29 @@ def test_a_ten_turn_session_is_not_given_twice_what_it_holds(hook, skills, tmp_p
     assert "k8s-certs" in hook(TURNS[9][1], session="fresh-3")
 
 
-@pytest.mark.xfail(strict=True, reason="needs the calibrated decision (issue 29)")
-def test_a_ten_turn_session_injects_nothing_on_acknowledgements_and_follow_ups(hook, skills, tmp_path):
+@pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
+def test_a_ten_turn_session_injects_nothing_on_acknowledgements_and_follow_ups(skills, tmp_path, helpers):
+    """As `make demo` installs it: the tier on, answered by the warm helper."""
+    env, _ = helpers[0](600)
+    env = dict(env)
+    env.pop("SKILL_RETRIEVAL_DECIDE", None)  # the default: the calibrated decision
+
+    def warm():
+        proc = run_cli(["--root", str(skills), "--format", "json", "pdf invoice"], env)
+        return proc.returncode == 0 and json.loads(proc.stdout)["tiers"] == ["bm25", "semantic"]
+    assert _wait(warm)
+
+    def hook(prompt, transcript=None, session=SESSION):
+        p = {"session_id": session, "transcript_path": str(transcript), "cwd": str(tmp_path),
+             "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+        proc = run_cli(["hook", "claude-code", "--root", str(skills)], env, input=json.dumps(p))
+        assert (proc.returncode, proc.stderr) == (0, ""), proc
+        return names_in(proc.stdout)
     got = replay(hook, skills, tmp_path)
     quiet = {n: got[n] for n, (kind, _) in enumerate(TURNS, 1) if kind != "task"}
     assert quiet == {n: None for n in quiet}
+    # ...and the task turns still get their skill, once.
+    assert "pdf-extract" in got[2] and "k8s-certs" in got[6] and "git-bisect" not in (got[8] or [])
 
 
 def test_the_turn_after_is_silent_when_it_would_only_repeat(hook):
