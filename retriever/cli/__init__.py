@@ -16,6 +16,8 @@ SUBCOMMANDS = {
     "explain": ("retriever.cli.explain", "show why skills rank where they do"),
     "install": ("retriever.runners.install", "register the hook or plugin with an agent"),
     "uninstall": ("retriever.runners.install", "remove what install added"),
+    "sync": ("retriever.runners.listing", "keep a runner's names-only listing in step with its skills "
+             "(run by a session-start hook)"),
     "doctor": ("retriever.cli.doctor", "check skill roots, the index and runner set-up"),
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),

@@ -549,11 +549,12 @@ def run_codex(prompt: str, codex_home: str | os.PathLike, mock: MockLLM,
               cwd: str | os.PathLike, trust_hooks: bool = True,
               *, timeout: float = 120, home: str | os.PathLike | None = None,
               extra_args: Sequence[str] = (), extra_toml: str = "",
-              extra_env: Mapping[str, str] | None = None,
+              extra_env: Mapping[str, str] | None = None, write_config: bool = True,
               ) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """One ``codex exec`` turn against ``mock``.
 
-    (Re)writes ``$CODEX_HOME/config.toml`` for ``mock.port``; hooks come from
+    (Re)writes ``$CODEX_HOME/config.toml`` for ``mock.port`` (unless
+    ``write_config`` is False: a test that installed into it); hooks come from
     ``$CODEX_HOME/hooks.json`` (see :func:`write_codex_hooks`).
     ``trust_hooks=False`` omits ``--dangerously-bypass-hook-trust``, so the
     untrusted hooks are skipped silently (the control).
@@ -561,7 +562,8 @@ def run_codex(prompt: str, codex_home: str | os.PathLike, mock: MockLLM,
     require_codex()
     codex_home, cwd = Path(codex_home), Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
-    write_codex_config(codex_home, mock.port, extra_toml)
+    if write_config:
+        write_codex_config(codex_home, mock.port, extra_toml)
     home = Path(home) if home is not None else _sibling(codex_home, "home")
     env = _base_env(home, {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "dummy",
                            **(extra_env or {})})
@@ -600,6 +602,7 @@ def write_gemini_settings(home: str | os.PathLike, commands: Iterable[str] = (),
 
 def run_gemini(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | os.PathLike,
                *, timeout: float = 120, extra_env: Mapping[str, str] | None = None,
+               extra_args: Sequence[str] = (),
                ) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """One ``gemini -p PROMPT`` turn against ``mock``.
 
@@ -616,7 +619,7 @@ def run_gemini(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | o
     env = _base_env(home, {"GEMINI_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": mock.url,
                            **(extra_env or {})})
     start = len(mock.requests)
-    cp = run_process([str(GEMINI_BIN), "-p", prompt, "-m", GEMINI_MODEL], env, cwd, timeout)
+    cp = run_process([str(GEMINI_BIN), "-p", prompt, "-m", GEMINI_MODEL, *extra_args], env, cwd, timeout)
     return cp, _requests_since(mock, start)
 
 
