@@ -738,3 +738,104 @@ def run(args):
         except BaseException:
             pass
     return 0
+
+
+# ------------------------------------------------------------ listing cost
+# What each runner's skill listing costs, rebuilt the way the runner
+# writes and budgets it (checked against the requests the pinned CLIs
+# send: docs/runners.md), for ``skill-retrieve tokens --runner``.
+
+CLAUDE_DESC_MAX = 1536        # skillListingMaxDescChars default
+CLAUDE_FRACTION = 0.01        # skillListingBudgetFraction default
+CLAUDE_WINDOW = 200000        # tokens, when the model's is unknown
+CODEX_PERCENT = 0.02          # 2% of the context window
+CODEX_WINDOW = 272000         # Codex's fallback model metadata
+CHARS_PER_TOKEN = 4
+
+
+def _claude_cost(covered_recs, other_recs, settings, window):
+    cap = settings.get("skillListingMaxDescChars") or CLAUDE_DESC_MAX
+    frac = settings.get("skillListingBudgetFraction") or CLAUDE_FRACTION
+    budget = int((window or CLAUDE_WINDOW) * CHARS_PER_TOKEN * frac)
+
+    def fit(entries):
+        # Over budget, Claude Code drops descriptions (least used first;
+        # here: from the end) until the listing fits; names always stay.
+        lines = ["- %s: %s\n" % (n, d[:cap]) if d else "- %s\n" % n for n, d in entries]
+        total = sum(map(len, lines))
+        for i in range(len(lines) - 1, -1, -1):
+            if total <= budget:
+                break
+            short = "- %s\n" % entries[i][0]
+            total -= len(lines[i]) - len(short)
+            lines[i] = short
+        return total
+    stock = [(r["name"], r["description"]) for r in covered_recs + other_recs]
+    named = [(r["name"], "") for r in covered_recs] + [(r["name"], r["description"]) for r in other_recs]
+    full = sum(len("- %s: %s\n" % (n, d[:cap])) for n, d in stock)
+    return {"stock": fit(stock), "unbudgeted": full, "names_only": fit(named), "budget": budget}
+
+
+def _codex_cost(recs, window):
+    budget = int((window or CODEX_WINDOW) * CODEX_PERCENT * CHARS_PER_TOKEN)
+    locs = ["(file: r0/%s/SKILL.md)" % os.path.basename(r["path"]) for r in recs]
+    bare = [len("- %s: %s\n" % (r["name"], loc)) for r, loc in zip(recs, locs)]
+    descs = [len(r["description"]) + 1 for r in recs]
+    full = sum(bare) + sum(descs)
+    room = budget - sum(bare)
+    if full <= budget or room <= 0:
+        stock = full if full <= budget else sum(bare)
+    else:  # equal shares of what is left, as Codex's renderer hands it out
+        share, left, given = 0, sorted(descs), 0
+        n = len(left)
+        for i, d in enumerate(left):
+            share = (room - given) // (n - i)
+            if d <= share:
+                given += d
+            else:
+                given += share * (n - i)
+                break
+        stock = sum(bare) + given
+    return {"stock": stock, "unbudgeted": full, "names_only": sum(bare), "budget": budget}
+
+
+def _gemini_cost(recs):
+    entry = "  <skill>\n    <name>%s</name>\n    <description>%s</description>\n    <location>%s</location>\n  </skill>\n"
+    section = sum(len(entry % (r["name"], r["description"], os.path.join(r["path"], "SKILL.md"))) for r in recs)
+    tool = sum(len("'%s', " % r["name"]) + len('"%s", ' % r["name"]) for r in recs)
+    return {"stock": section + tool, "unbudgeted": section + tool, "names_only": tool, "budget": None}
+
+
+def _opencode_cost(recs):
+    entry = "  <skill>\n    <name>%s</name>\n    <description>%s</description>\n    <location>file://%s</location>\n  </skill>\n"
+    stock = sum(len(entry % (r["name"], r["description"], os.path.join(r["path"], "SKILL.md"))) for r in recs)
+    named = sum(len(entry % (r["name"], "", os.path.join(r["path"], "SKILL.md"))) - len("    <description></description>\n")
+                for r in recs)
+    return {"stock": stock, "unbudgeted": stock, "names_only": named, "budget": None}
+
+
+def listing_cost(runner, cwd=None, window=None):
+    """``{"runner", "skills", "stock", "unbudgeted", "names_only", "budget",
+    "in_full"}`` in characters: the runner's skill listing for the user's
+    skills (from ``cwd``) without names-only (``stock``, after the
+    runner's own budget; ``unbudgeted``: before it) and with it."""
+    from retriever import skills
+    cwd = cwd or os.getcwd()
+    roots, others = _covered_roots(runner, cwd)
+    recs = skills.collect(roots)[0] if roots else []
+    other_recs = skills.collect(others)[0] if others else []
+    if runner == "claude-code":
+        from retriever.runners import install as inst
+        try:
+            settings = inst.parse_settings(_read(_claude_path()) or "", _claude_path())
+        except Exception:
+            settings = {}
+        cost = _claude_cost(recs, other_recs, settings, window)
+    elif runner == "codex":
+        cost = _codex_cost(recs, window)
+    elif runner == "gemini":
+        cost = _gemini_cost(recs)
+    else:
+        cost = _opencode_cost(recs)
+    cost.update(runner=runner, skills=len(recs) + len(other_recs), in_full=len(other_recs))
+    return cost
