@@ -20,8 +20,10 @@ CLIs against the loopback mock (docs/runners.md has the figures):
   the ``<available_skills>`` section; the names stay in the
   ``activate_skill`` tool.  Global.
 * OpenCode: a plugin of ours (``skill-retrieval-listing.js``) whose
-  ``experimental.chat.system.transform`` drops the ``<description>`` of
-  every skill from the skills the system prompt lists.
+  ``experimental.chat.system.transform`` drops the ``<description>`` and
+  ``<location>`` of every skill the system prompt lists (the skill tool
+  loads by name).  It must edit the array in place: OpenCode keeps its
+  own reference to it.
 
 Every change is recorded in our state (``listing.json``): which keys,
 lines or files install added, so uninstall removes exactly those and
@@ -556,15 +558,22 @@ OPENCODE_SOURCE = """\
 // Written by `skill-retrieve install opencode`; `skill-retrieve uninstall opencode` removes it.
 // OpenCode lists every skill with its description in the system prompt on
 // every turn; the skill-retrieval hook injects the few relevant ones per
-// message, so the list keeps the names (and locations) only.
-const DESC = /\\n?[ \\t]*<description>[\\s\\S]*?<\\/description>/g;
+// message, so the list keeps the names only (the skill tool loads a skill
+// by its name; the location, an absolute path, costs more than the name).
+const DESC = /\\n?[ \\t]*<(description|location)>[\\s\\S]*?<\\/\\1>/g;
+const SKILL = /<skill>[\\s\\S]*?<\\/skill>/g;
+// OpenCode's own skills keep their descriptions: the hook never injects them.
+const BUILTIN = /<location>[^<]*built-in[^<]*<\\/location>/;
 export const SkillRetrievalListing = async () => ({
   "experimental.chat.system.transform": async (input, output) => {
     try {
-      output.system = output.system.map((s) =>
-        typeof s === "string" && s.includes("<available_skills>")
-          ? s.replace(/<available_skills>[\\s\\S]*?<\\/available_skills>/g, (block) => block.replace(DESC, ""))
-          : s);
+      // In place: OpenCode keeps its own reference to this array.
+      const sys = output.system;
+      for (let i = 0; i < sys.length; i++) {
+        if (typeof sys[i] === "string" && sys[i].includes("<available_skills>"))
+          sys[i] = sys[i].replace(/<available_skills>[\\s\\S]*?<\\/available_skills>/g,
+            (block) => block.replace(SKILL, (one) => (BUILTIN.test(one) ? one : one.replace(DESC, ""))));
+      }
     } catch (e) { /* fail open: the prompt goes as it is */ }
   },
 });

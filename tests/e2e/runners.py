@@ -90,6 +90,7 @@ __all__ = [
     "hermes_available", "claude_available", "codex_available", "gemini_available", "cline_available",
     "require_hermes", "require_claude", "require_codex", "require_gemini", "require_cline",
     "claude_bin", "claude_env", "claude_plugin", "write_gemini_settings", "run_gemini", "run_cline",
+    "OPENCODE_BIN", "opencode_available", "require_opencode", "write_opencode_config", "run_opencode",
     "write_hermes_config", "run_hermes",
     "hooks_json", "write_claude_settings", "run_claude",
     "write_codex_config", "write_codex_hooks", "run_codex",
@@ -131,6 +132,7 @@ CLAUDE_BIN = npm_bin("claude-code", CLAUDE_VERSIONS[0], "claude")
 CODEX_BIN = npm_bin("codex", VERSIONS["CODEX_VERSION"], "codex")
 GEMINI_BIN = npm_bin("gemini-cli", VERSIONS["GEMINI_CLI_VERSION"], "gemini")
 CLINE_BIN = npm_bin("cline", VERSIONS["CLINE_VERSION"], "cline")
+OPENCODE_BIN = npm_bin("opencode", VERSIONS["OPENCODE_VERSION"], "opencode")
 
 HERMES_MODEL = "mock-model"
 CODEX_MODEL = "gpt-mock"
@@ -182,6 +184,15 @@ def gemini_available() -> tuple[bool, str]:
 
 def cline_available() -> tuple[bool, str]:
     return _npm_cli_available(CLINE_BIN, "Cline")
+
+
+def opencode_available() -> tuple[bool, str]:
+    return _npm_cli_available(OPENCODE_BIN, "OpenCode")
+
+
+def require_opencode() -> None:
+    """``pytest.skip`` when npm / the OpenCode CLI is missing."""
+    _require(opencode_available)
 
 
 def codex_available() -> tuple[bool, str]:
@@ -692,3 +703,67 @@ def _stop_cline_hub(port: int) -> None:
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline and daemons():
             time.sleep(0.05)
+
+
+# ------------------------------------------------------------------- OpenCode
+
+
+def write_opencode_config(home: str | os.PathLike, port: int) -> Path:
+    """``~/.config/opencode/opencode.json``: an OpenAI-compatible provider
+    ``mock`` at the mock's ``/v1`` (bundled in the binary: nothing is
+    downloaded), model ``mock/mock-model``."""
+    path = Path(home) / ".config" / "opencode" / "opencode.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                              "options": {"baseURL": f"http://127.0.0.1:{port}/v1", "apiKey": "dummy"},
+                              "models": {HERMES_MODEL: {"name": "Mock"}}}},
+        "model": f"mock/{HERMES_MODEL}", "autoupdate": False, "share": "disabled"}, indent=2))
+    return path
+
+
+def run_opencode(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | os.PathLike,
+                 *, timeout: float = 120, extra_env: Mapping[str, str] | None = None,
+                 ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One ``opencode run PROMPT`` against ``mock`` (config from
+    :func:`write_opencode_config`, written when missing).
+
+    Observed with 1.18.33: two ``POST /v1/chat/completions``, a title
+    request (small model, no tools) and the turn itself, whose
+    ``messages[0]`` is the system prompt with ``<available_skills>``
+    (name, description, location per skill).  Plugins are the
+    ``{plugin,plugins}/*.{js,ts}`` files of ``~/.config/opencode``.
+    ~6 s per run (the first start unpacks its bundled runtime).
+    """
+    require_opencode()
+    home, cwd = Path(home), Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    if not (home / ".config" / "opencode" / "opencode.json").exists():
+        write_opencode_config(home, mock.port)
+    stub = _rg_stub(home.parent / f"{home.name}-bin")
+    env = _base_env(home, {"PATH": f"{stub}{os.pathsep}{_BASE_PATH}",
+                           "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                           "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_SHARE": "1",
+                           **(extra_env or {})})
+    start = len(mock.requests)
+    cp = run_process([str(OPENCODE_BIN), "run", "--model", f"mock/{HERMES_MODEL}", prompt], env, cwd, timeout)
+    return cp, _requests_since(mock, start)
+
+
+def _rg_stub(folder: Path) -> Path:
+    """A folder holding ``rg``: OpenCode's skill tool lists a skill's files
+    with ripgrep (``rg --files``) and downloads ripgrep when none is on
+    PATH; the tests run offline, so this stand-in prints the files below
+    the working folder (all that tool asks of it)."""
+    import sys
+    folder.mkdir(parents=True, exist_ok=True)
+    rg = folder / "rg"
+    rg.write_text(f"#!{sys.executable} -IS\n"
+                  "import os, sys\n"
+                  "if '--files' not in sys.argv: sys.exit(2)\n"
+                  "for d, subs, files in os.walk('.'):\n"
+                  "    subs[:] = [s for s in subs if s != '.git']\n"
+                  "    for f in files: print(os.path.relpath(os.path.join(d, f)))\n")
+    rg.chmod(0o755)
+    return folder

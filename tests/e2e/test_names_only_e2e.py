@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from .mockserver import MockLLM
-from .runners import (CLAUDE_VERSIONS, require_claude, require_codex, require_gemini, run_claude, run_codex,
-                      run_gemini, write_codex_config, write_gemini_settings)
+from .runners import (CLAUDE_VERSIONS, require_claude, require_codex, require_gemini, require_opencode, run_claude,
+                      run_codex, run_gemini, run_opencode, write_codex_config, write_gemini_settings,
+                      write_opencode_config)
 from .test_claude_codex_e2e import BIN, HEADING, diag, skr_env
 
 PROMPT = "pull the text out of my scanned pdf invoice"
@@ -155,3 +156,25 @@ def test_gemini_cli_lists_names_only_and_activates_by_name(tmp_path, installed):
         first, rest = first_and_rest(mock, reqs)
     check(first, rest, installed, diag(cp, home))
     assert "'%s'" % LOADED in first  # named in the activate_skill tool
+
+
+# ------------------------------------------------------------------- OpenCode
+
+
+@pytest.mark.parametrize("installed", [True, False], ids=["installed", "control"])
+def test_opencode_lists_names_only_and_loads_by_name(tmp_path, installed):
+    require_opencode()
+    home = tmp_path / "home"
+    make_library(home / ".config" / "opencode" / "skills")
+    if installed:
+        install("opencode", home)
+    with MockLLM(tool_call={"name": "skill", "args": {"name": LOADED}}) as mock:
+        write_opencode_config(home, mock.port)
+        cp, reqs = run_opencode(PROMPT, home, mock, tmp_path / "project", timeout=120,
+                                extra_env={"SKILL_RETRIEVAL_REVALIDATE": "off"})
+        # the title request (no tools) is not the turn
+        turn = [r for r in reqs if r.get("method") == "POST" and isinstance(r.get("body"), dict)
+                and r["body"].get("tools")]
+        first, rest = first_and_rest(mock, turn)
+    check(first, rest, installed, diag(cp, home))
+    assert "<name>%s</name>" % LOADED in first
