@@ -324,3 +324,51 @@ def test_tokens_runner_applies_claude_codes_budget(run, home):
     c = json.loads(run("tokens", "--runner", "claude-code", "--format", "json").stdout)
     assert c["budget"] == 8000 and c["unbudgeted"] > 8000
     assert c["stock"] <= 8000 and c["names_only"] == 100 * len("- s00\n")
+
+
+# ------------------------------------------------------------------ Cline
+
+
+def test_cline_install_writes_the_cli_plugin_beside_the_hook_file(run, home):
+    plugin = os.path.join(home, ".cline", "plugins", "skill-retrieval.js")
+    assert_clean(run("install", "cline", "--no-compact"))  # the plugin is the hook half: always
+    text = read(plugin).decode()
+    assert "beforeRun" in text and "appendContext" in text and '"hook", "cline"' in text
+    assert os.path.exists(os.path.join(home, "Documents", "Cline", "Hooks", "UserPromptSubmit"))
+    assert_clean(run("uninstall", "cline"))
+    assert not os.path.exists(os.path.join(home, ".cline"))
+
+
+def test_cline_someone_elses_plugin_is_left_alone(run, home):
+    plugin = os.path.join(home, ".cline", "plugins", "skill-retrieval.js")
+    write(plugin, "export default {};\n")
+    proc = run("install", "cline")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "skill-retrieval.js" in proc.stderr
+    assert read(plugin) == b"export default {};\n"
+
+
+def test_cline_plugin_returns_the_hooks_context(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    node = shutil.which("node")
+    if not node:
+        pytest.skip("node not found")
+    hook = tmp_path / "hook.py"
+    # a stand-in hook: echoes the prompt it got, in Cline's output shape
+    hook.write_text("import json, sys\np = json.load(sys.stdin)\n"
+                    "print(json.dumps({'cancel': False, 'contextModification': 'CTX:' + p['userPromptSubmit']['prompt']"
+                    " + '@' + p['workspaceRoots'][0]}))\n")
+    plug = tmp_path / "p.mjs"
+    plug.write_text(listing.cline_plugin("%s %s hook cline" % (sys.executable, hook)))
+    script = """
+const p = (await import(%s)).default;
+p.setup({}, { workspaceInfo: { rootPath: "/ws" } });
+const r = await p.hooks.beforeRun({ snapshot: { messages: [
+  { role: "user", content: [{ type: "text", text: "<user_input mode=\\"act\\">fix the pdf</user_input>" }] }] } });
+const none = await p.hooks.beforeRun({ snapshot: { messages: [] } });
+process.stdout.write(JSON.stringify([r, none === undefined]));
+""" % json.dumps(str(plug))
+    out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [{"appendContext": "CTX:fix the pdf@/ws"}, True]

@@ -429,8 +429,9 @@ def run(args):
             code = listing.uninstall(runner, args.project, args.dry_run)
             return uninstall(runner, args.project, args.dry_run) or code
         code = install(runner, args.project, args.dry_run)
-        if code == 0 and not getattr(args, "no_compact", False):
-            code = listing.install(runner, args.project, args.dry_run)
+        if code == 0:
+            code = listing.install(runner, args.project, args.dry_run,
+                                   compact=not getattr(args, "no_compact", False))
         return code
     except (Refused, ReadOnly) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)

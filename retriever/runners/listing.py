@@ -617,6 +617,104 @@ def _opencode_uninstall(project, out, dry_run):
     return 0
 
 
+# ------------------------------------------------------------------ Cline
+# The Cline CLI runs UserPromptSubmit hook files detached and never reads
+# them (the VS Code extension does: install keeps writing that file), but
+# an SDK plugin's beforeRun may return appendContext, which becomes a
+# <hook_context> message the model sees on the run's first request
+# (measured on the CLI 3.0.65).  The plugin asks the same hook.
+
+CLINE_PLUGIN = "skill-retrieval.js"
+CLINE_MARK = "skill-retrieve plugin cline"
+CLINE_TEMPLATE = """\
+// skill-retrieve plugin cline: add the skills relevant to each task's prompt.
+// Written by `skill-retrieve install cline`; `skill-retrieve uninstall cline` removes it.
+// The Cline CLI never reads a UserPromptSubmit hook's output; a plugin's
+// beforeRun appendContext reaches the model.
+import { spawnSync } from "node:child_process";
+const ARGV = %(argv)s;
+let root = "";
+function promptOf(messages) {
+  for (let i = (messages || []).length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (!m || m.role !== "user") continue;
+    const parts = typeof m.content === "string" ? [{ type: "text", text: m.content }] : (m.content || []);
+    const text = parts.filter((p) => p && p.type === "text" && typeof p.text === "string")
+      .map((p) => p.text).join("\\n");
+    const inner = /<user_input[^>]*>([\\s\\S]*?)<\\/user_input>/.exec(text);
+    return inner ? inner[1] : text;
+  }
+  return "";
+}
+export default {
+  name: "skill-retrieval",
+  manifest: { capabilities: ["hooks"] },
+  setup(api, ctx) { root = (ctx && ctx.workspaceInfo && ctx.workspaceInfo.rootPath) || ""; },
+  hooks: {
+    beforeRun: async ({ snapshot }) => {
+      try {
+        const prompt = promptOf(snapshot && snapshot.messages);
+        if (!prompt.trim()) return undefined;
+        const ws = root || process.cwd();
+        const r = spawnSync(ARGV[0], ARGV.slice(1), {
+          input: JSON.stringify({ hookName: "UserPromptSubmit", workspaceRoots: [ws], cwd: ws,
+                                  userPromptSubmit: { prompt } }),
+          encoding: "utf8", timeout: 5000 });
+        const out = r.status === 0 && r.stdout.trim() ? JSON.parse(r.stdout) : {};
+        return out.contextModification ? { appendContext: out.contextModification } : undefined;
+      } catch (e) { return undefined; /* fail open: the task runs as it is */ }
+    },
+  },
+};
+"""
+
+
+def cline_plugin_path(project=None):
+    """Where the Cline plugin goes: ``$CLINE_DIR/plugins`` (``~/.cline``), or
+    the project's ``.cline/plugins``."""
+    if project:
+        return os.path.join(os.path.abspath(os.path.expanduser(project)), ".cline", "plugins", CLINE_PLUGIN)
+    base = os.environ.get("CLINE_DIR") or os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".cline")
+    return os.path.join(base, "plugins", CLINE_PLUGIN)
+
+
+def cline_plugin(command):
+    """The plugin's source for the hook ``command``."""
+    return CLINE_TEMPLATE % {"argv": json.dumps(shlex.split(command))}
+
+
+def _cline_install(project, out, dry_run):
+    from retriever.runners import install as inst
+    path = cline_plugin_path(project)
+    new = cline_plugin(inst.hook_command("cline"))
+    old = _read(path)
+    if old == new:
+        out.write("cline: plugin already in %s\n" % path)
+        return 0
+    if old is not None and CLINE_MARK not in old:
+        raise Refused("%s exists and is not skill-retrieve's; left unchanged" % path)
+    made = _write(path, old, new, out, dry_run)
+    if dry_run:
+        return 0
+    if old is None:
+        fileutil.note_created(path, made)
+    out.write("cline: plugin %s (the Cline CLI reads the hook's context through it)\n" % path)
+    return 0
+
+
+def _cline_uninstall(project, out, dry_run):
+    path = cline_plugin_path(project)
+    old = _read(path)
+    if old is None or CLINE_MARK not in old:
+        return 0
+    made = fileutil.forget_created(path) if not dry_run else None
+    _write(path, old, None, out, dry_run)
+    if not dry_run:
+        _rmdirs(made)
+        out.write("cline: removed the plugin %s\n" % path)
+    return 0
+
+
 # -------------------------------------------------------------- dispatch
 
 
@@ -626,10 +724,17 @@ def target(runner, project=None):
             "opencode": _opencode_path}[runner](project)
 
 
-def install(runner, project=None, dry_run=False, out=sys.stdout):
-    """Turn names-only on for ``runner``; returns the exit code (1 and one
-    line on stderr when a file cannot be changed safely)."""
-    if runner not in RUNNERS:
+def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True):
+    """Turn names-only on for ``runner`` (unless not ``compact``), and
+    write Cline's plugin; returns the exit code (1 and one line on stderr
+    when a file cannot be changed safely)."""
+    if runner == "cline":
+        try:
+            return _cline_install(project, out, dry_run)
+        except (Refused, fileutil.ReadOnly, OSError) as exc:
+            sys.stderr.write("skill-retrieve: Cline plugin not written: %s\n" % exc)
+            return 1
+    if runner not in RUNNERS or not compact:
         return 0
     try:
         if runner == "claude-code":
@@ -646,6 +751,12 @@ def install(runner, project=None, dry_run=False, out=sys.stdout):
 
 def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     """Remove what ``install`` added for ``runner``; returns the exit code."""
+    if runner == "cline":
+        try:
+            return _cline_uninstall(project, out, dry_run)
+        except (Refused, fileutil.ReadOnly, OSError) as exc:
+            sys.stderr.write("skill-retrieve: Cline plugin left in place: %s\n" % exc)
+            return 1
     if runner not in RUNNERS:
         return 0
     try:

@@ -97,7 +97,8 @@ RUNNERS = {
         "skills": "cline",
         "payload": {"hookName": "UserPromptSubmit", "taskId": "doctor"},
         "note": ("Cline runs it when hooks are enabled (Settings > Features > Hooks); its context "
-                 "reaches the model in the VS Code extension."),
+                 "reaches the model in the VS Code extension.  The Cline CLI never reads it: it gets the "
+                 "block through the plugin in ~/.cline/plugins (written next)."),
     },
     "hermes": {
         "event": "pre_llm_call",
