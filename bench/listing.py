@@ -51,7 +51,7 @@ def link_skills(corpus, dest):
 def skill_dir(runner, home):
     return {"claude-code": home / ".claude" / "skills", "codex": home / ".agents" / "skills",
             "gemini": home / ".gemini" / "skills",
-            "opencode": home / ".config" / "opencode" / "skills"}[runner]
+            "opencode": home / ".config" / "opencode" / "skills", "cline": home / ".cline" / "skills"}[runner]
 
 
 def install(runner, home, extra_env, *args):
@@ -78,6 +78,8 @@ def turn(runner, version, home, tmp, mode):
         elif runner == "gemini":
             cp, reqs = R.run_gemini(PROMPT, home, mock, tmp / "project", extra_env=env, timeout=180,
                                     extra_args=["--yolo"])
+        elif runner == "cline":
+            cp, reqs = R.run_cline(PROMPT, home, mock, tmp / "project", extra_env=env, timeout=180)
         else:
             cp, reqs = R.run_opencode(PROMPT, home, mock, tmp / "project", extra_env=env, timeout=180)
         bodies = [r["body"] for r in mock.model_requests(reqs)
@@ -114,26 +116,27 @@ def measure(runner, version, corpus):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS)
-    ap.add_argument("--runner", action="append", choices=("claude-code", "codex", "gemini", "opencode"))
+    ap.add_argument("--runner", action="append", choices=("claude-code", "codex", "gemini", "opencode", "cline"))
     args = ap.parse_args(argv)
     if not any(args.corpus.rglob("SKILL.md")):
         ap.error("no SKILL.md below %s (pass --corpus DIR)" % args.corpus)
     todo = []
-    for r in args.runner or ("claude-code", "codex", "gemini", "opencode"):
+    for r in args.runner or ("claude-code", "codex", "gemini", "opencode", "cline"):
         if r == "claude-code":
             todo += [(r, v) for v in reversed(R.CLAUDE_VERSIONS)]
         else:
             todo.append((r, {"codex": R.VERSIONS["CODEX_VERSION"], "gemini": R.VERSIONS["GEMINI_CLI_VERSION"],
-                             "opencode": R.VERSIONS["OPENCODE_VERSION"]}[r]))
+                             "opencode": R.VERSIONS["OPENCODE_VERSION"], "cline": R.VERSIONS["CLINE_VERSION"]}[r]))
     rows = []
     for runner, version in todo:
         m = measure(runner, version, args.corpus)
         none, stock, hook, inst = m["none"][0], m["stock"][0], m["hook"][0], m["installed"][0]
         grows = 100.0 * (inst - none) / (stock - none) if stock > none else float("nan")
         label = "%s %s" % (runner, version)
-        budget = BUDGET.get(label, 40)
-        rows.append("| %s | %s | %s | %s (+%s) | %s | %.0f%% (budget %d%%) | %s |" % (
-            label, _n(none), _n(stock), _n(hook), _n(hook - stock), _n(inst), grows, budget,
+        share = ("%.0f%% (budget %d%%)" % (grows, BUDGET.get(label, 40)) if runner != "cline"
+                 else "%.0f%% (already names only; the block is all install adds)" % grows)
+        rows.append("| %s | %s | %s | %s (+%s) | %s | %s | %s |" % (
+            label, _n(none), _n(stock), _n(hook), _n(hook - stock), _n(inst), share,
             "yes" if m["installed"][1] else "NO"))
         print("measured %s: %s" % (label, rows[-1]), file=sys.stderr)
     print("%d skills (%s), first model request of the turn, characters; "
