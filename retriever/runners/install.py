@@ -406,10 +406,6 @@ def add_arguments(parser):
     parser.add_argument("--project", metavar="DIR",
                         help="use the project's settings file instead of the user's")
     parser.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
-    parser.add_argument("--no-compact", action="store_true",
-                        help="install the hook alone: leave the runner listing every skill's description "
-                             "(by default Claude Code, Codex, Gemini CLI and OpenCode list the skills by name "
-                             "only, and the hook adds the relevant ones; docs/runners.md)")
 
 
 def run(args):
@@ -421,18 +417,10 @@ def run(args):
             sys.stderr.write("skill-retrieve: --project does not apply to Hermes (it uses $HERMES_HOME)\n")
             return 2
         return _hermes(command, args.dry_run, sys.stdout)
-    from retriever.runners import listing
     try:
         if command == "uninstall":
-            # Names-only first: what is left is then the hook alone, which
-            # uninstall removes (with the file, when install created it).
-            code = listing.uninstall(runner, args.project, args.dry_run)
-            return uninstall(runner, args.project, args.dry_run) or code
-        code = install(runner, args.project, args.dry_run)
-        if code == 0:
-            code = listing.install(runner, args.project, args.dry_run,
-                                   compact=not getattr(args, "no_compact", False))
-        return code
+            return uninstall(runner, args.project, args.dry_run)
+        return install(runner, args.project, args.dry_run)
     except (Refused, ReadOnly) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
