@@ -372,3 +372,19 @@ process.stdout.write(JSON.stringify([r, none === undefined]));
     out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [{"appendContext": "CTX:fix the pdf@/ws"}, True]
+
+
+def test_project_install_syncs_the_projects_settings(cli, run, tmp_path):
+    proj = tmp_path / "proj"
+    skills = proj / ".claude" / "skills"
+    skill(str(skills), "alpha")
+    assert_clean(run("install", "claude-code", "--project", proj))
+    settings = proj / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    assert data["skillOverrides"] == {"alpha": "name-only"}
+    (group,) = data["hooks"]["SessionStart"]
+    argv = group["hooks"][0]["command"].split()
+    assert argv[-2:] == ["--project", str(proj)]
+    skill(str(skills), "late")
+    assert_clean(cli(*argv[4:], input=json.dumps({"cwd": str(proj)})))  # as Claude Code runs it
+    assert json.loads(settings.read_text())["skillOverrides"] == {"alpha": "name-only", "late": "name-only"}

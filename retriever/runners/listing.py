@@ -167,12 +167,13 @@ def _claude_path(project=None):
     return install.settings_path("claude-code", project)
 
 
-def sync_command(runner, python=None):
+def sync_command(runner, project=None, python=None):
     """The command of our session-start hook (it brings the per-skill
-    entries in step with the skills)."""
+    entries in step with the skills; ``project``: a project install's)."""
     from retriever.runners import install
     py = python or install.interpreter()
-    return "%s -I -S %s sync %s" % (shlex.quote(py), shlex.quote(install.entry_script()), runner)
+    cmd = "%s -I -S %s sync %s" % (shlex.quote(py), shlex.quote(install.entry_script()), runner)
+    return cmd + (" --project %s" % shlex.quote(os.path.abspath(project)) if project else "")
 
 
 def _is_sync(command, runner):
@@ -264,7 +265,7 @@ def _claude_install(project, cwd, out, dry_run, with_sync=True):
     sync_added = False
     if with_sync and not _has_sync(data, "claude-code"):
         _session_groups(data, path, create=True).append(
-            {"matcher": "startup|resume|clear", "hooks": [{"type": "command", "command": sync_command("claude-code"),
+            {"matcher": "startup|resume|clear", "hooks": [{"type": "command", "command": sync_command("claude-code", project),
                                                           "timeout": 10}]})
         sync_added = rec["sync"] = True
     if not added and not sync_added:
