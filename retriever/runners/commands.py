@@ -15,6 +15,8 @@ from retriever.runners import install, listing
 def add_arguments(parser):
     """The hook installer's arguments, plus ``--no-compact``."""
     install.add_arguments(parser)
+    if parser.prog.endswith("uninstall"):
+        return  # uninstall removes whatever install added
     parser.add_argument("--no-compact", action="store_true",
                         help="install the hook alone: leave the runner listing every skill's description "
                              "(by default Claude Code, Codex, Gemini CLI and OpenCode list the skills by name "

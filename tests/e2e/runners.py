@@ -15,7 +15,7 @@ and the newest checked, ``CLAUDE_VERSIONS``), Codex, Gemini CLI and Cline
 (``.cache/npm-clis/NAME-VERSION/node_modules/.bin``). Build them with
 ``make e2e-env``; missing ones make the tests skip with a visible reason
 (``require_hermes()``, ``require_claude(version)``, ``require_codex()``,
-``require_gemini()``, ``require_cline()``).
+``require_gemini()``, ``require_cline()``, ``require_opencode()``).
 
 Observed on the wire (test_infra_smoke.py, a hook that prints MARKER-123):
 
@@ -58,6 +58,13 @@ Observed on the wire (test_infra_smoke.py, a hook that prints MARKER-123):
   ``prompt_submit`` hooks run detached, their output unread. ~4 s per run.
   Cline leaves a detached "hub" daemon behind (``--cline-hub-daemon``, port
   ``$CLINE_HUB_PORT``, default 25463); ``run_cline`` stops it.
+
+* OpenCode 1.18.33 (``run_opencode``) -> a title request and the turn, both
+  ``POST /v1/chat/completions``; plugins in ``~/.config/opencode/plugins``.
+  ~6-10 s per run.
+* The mock can answer a turn with a call to a tool the request offers
+  (``MockLLM(tool_call=...)``): the runner runs it, and its result is in
+  the next request.
 
 Gotchas: a hook script's shebang may carry only ONE argument on Linux
 (``#!/usr/bin/python3 -IS``, not ``-I -S``); a hook that exits 2 *blocks* the
