@@ -388,3 +388,13 @@ def test_project_install_syncs_the_projects_settings(cli, run, tmp_path):
     skill(str(skills), "late")
     assert_clean(cli(*argv[4:], input=json.dumps({"cwd": str(proj)})))  # as Claude Code runs it
     assert json.loads(settings.read_text())["skillOverrides"] == {"alpha": "name-only", "late": "name-only"}
+
+
+def test_doctor_says_whether_the_cline_cli_gets_the_block(run, home):
+    skill(os.path.join(home, ".cline", "skills"), "alpha")
+    assert_clean(run("install", "cline"))
+    text = run("doctor", "--runner", "cline", "--no-probe").stdout
+    assert "the runner lists names only itself" in text and "gets the block through this plugin" in text
+    os.unlink(os.path.join(home, ".cline", "plugins", "skill-retrieval.js"))
+    text = run("doctor", "--runner", "cline", "--no-probe").stdout
+    assert "the Cline CLI never reads the hook file" in text

@@ -568,7 +568,7 @@ def _names_only(report, info, cwd):
     many, and which skills it still lists in full and why."""
     from retriever.runners import listing
     r = info["runner"]
-    if r not in listing.RUNNERS:
+    if r not in listing.RUNNERS and r != "cline":
         return
     try:
         st = listing.status(r, cwd, info.get("project"))
@@ -797,7 +797,8 @@ def render_text(report):
             w("         names only: %s" % {"on": "on, %d skill(s) listed by name" % no["covered"],
                                           "user": "on (set by you), %d skill(s) listed by name" % no["covered"],
                                           "off": "off: every description is listed",
-                                          "broken": "unknown"}[no["state"]]
+                                          "broken": "unknown",
+                                          "native": "the runner lists names only itself"}[no["state"]]
               + ("  (%s)" % _home(no["file"]) if no.get("file") else ""))
             if no.get("note"):
                 w("           %s" % no["note"])

@@ -777,6 +777,13 @@ def status(runner, cwd=None, project=None):
     """For doctor: ``{"state": "on"|"off"|"user"|"broken", "file", "covered",
     "full": [(name, reason)], "note"}``."""
     from retriever.runners import install as inst
+    if runner == "cline":
+        path = cline_plugin_path(project)
+        text = _read(path)
+        ok = bool(text) and CLINE_MARK in text
+        return {"runner": runner, "file": path, "state": "native", "covered": 0, "full": [],
+                "note": "the Cline CLI gets the block through this plugin" if ok else
+                        "no plugin: the Cline CLI never reads the hook file (skill-retrieve install cline)"}
     path = target(runner, project)
     out = {"runner": runner, "file": path, "state": "off", "covered": 0, "full": [], "note": ""}
     try:
