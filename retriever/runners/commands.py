@@ -27,7 +27,11 @@ def run(args):
     """``install`` or ``uninstall`` (from ``args.command``); returns the exit code."""
     command = getattr(args, "command", None) or "install"
     if install.kind(args.runner) == "hermes":
-        return install.run(args)  # the Hermes plugin does both halves itself
+        code = install.run(args)  # the Hermes plugin does both halves itself
+        if code == 0 and command == "install" and getattr(args, "no_compact", False):
+            print("  Hermes: the plugin lists skills by name only unless SKILL_RETRIEVAL_COMPACT=0 "
+                  "is set in its environment (--no-compact does not change the plugin)")
+        return code
     if command == "uninstall":
         code = listing.uninstall(args.runner, args.project, args.dry_run)
         return install.run(args) or code
