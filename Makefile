@@ -28,6 +28,7 @@ CLAUDE_CODE_LATEST  := 2.1.332
 CODEX_VERSION       := 0.171.0
 GEMINI_CLI_VERSION  := 0.61.0
 CLINE_VERSION       := 3.0.65
+OPENCODE_VERSION    := 1.18.33
 # One npm folder per CLI and version (.cache/npm-clis/NAME-VERSION), so two
 # versions of one CLI sit side by side and a version bump installs afresh.
 NPM_CLIS    := $(CACHE)/npm-clis
@@ -35,9 +36,10 @@ NPM_PKG_claude-code := @anthropic-ai/claude-code
 NPM_PKG_codex       := @openai/codex
 NPM_PKG_gemini-cli  := @google/gemini-cli
 NPM_PKG_cline       := cline
+NPM_PKG_opencode    := opencode-ai
 NPM_STAMPS  := $(addsuffix /.installed,$(addprefix $(NPM_CLIS)/, \
   claude-code-$(CLAUDE_CODE_VERSION) claude-code-$(CLAUDE_CODE_LATEST) codex-$(CODEX_VERSION) \
-  gemini-cli-$(GEMINI_CLI_VERSION) cline-$(CLINE_VERSION)))
+  gemini-cli-$(GEMINI_CLI_VERSION) cline-$(CLINE_VERSION) opencode-$(OPENCODE_VERSION)))
 DEMO_INDEX  := $(CACHE)/demo-index.skr
 
 .PHONY: demo test test-fast bench bench-build eval calibrate install semantic e2e-env e2e-hermes-newest clean help

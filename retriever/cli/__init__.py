@@ -14,8 +14,11 @@ SUBCOMMANDS = {
     "roots": ("retriever.cli.roots", "list, add or remove the skill folders used beside the default ones"),
     "hook": ("retriever.runners.hook", "answer a runner's prompt hook (stdin JSON in, runner JSON out)"),
     "explain": ("retriever.cli.explain", "show why skills rank where they do"),
-    "install": ("retriever.runners.install", "register the hook or plugin with an agent"),
-    "uninstall": ("retriever.runners.install", "remove what install added"),
+    "install": ("retriever.runners.commands", "register the hook or plugin with an agent, and list skills "
+                "by name only"),
+    "uninstall": ("retriever.runners.commands", "remove what install added"),
+    "sync": ("retriever.runners.listing", "keep a runner's names-only listing in step with its skills "
+             "(run by a session-start hook)"),
     "doctor": ("retriever.cli.doctor", "check skill roots, the index and runner set-up"),
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),

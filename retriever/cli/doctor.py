@@ -563,6 +563,26 @@ def check_runner(report, runner, projects=()):
     return info
 
 
+def _names_only(report, info, cwd):
+    """Whether the runner lists skills by name only (issue 30), for how
+    many, and which skills it still lists in full and why."""
+    from retriever.runners import listing
+    r = info["runner"]
+    if r not in listing.RUNNERS and r != "cline":
+        return
+    try:
+        st = listing.status(r, cwd, info.get("project"))
+    except Exception as exc:  # a doctor must report, not crash
+        st = {"state": "broken", "note": "%s: %s" % (type(exc).__name__, exc), "covered": 0, "full": [],
+              "file": ""}
+    info["names_only"] = st
+    if st["state"] == "off":
+        _finding(report, "warn", "%s lists every skill's description on every turn (names-only is off)" % r,
+                 "skill-retrieve install %s" % r)
+    elif st["state"] == "broken":
+        _finding(report, "warn", "%s: names-only cannot be checked: %s" % (r, st["note"]))
+
+
 def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, project=None):
     """Run every check; returns the report dict (``healthy``, ``roots``,
     ``indexes``, ``runners``, ``probes``, ``findings``).  Project-level
@@ -587,6 +607,8 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
             _finding(report, "error", "%s: check failed: %s: %s" % (r, type(exc).__name__, exc))
         report["runners"].append(info)
     installed = [i for i in report["runners"] if i["installed"]]
+    for info in installed:
+        _names_only(report, info, cwd)
     if runner != "all" and not installed:
         _finding(report, "error", "%s: skill-retrieve is not installed" % runner,
                  "skill-retrieve install %s" % runner)
@@ -770,6 +792,20 @@ def render_text(report):
             site = ("-S, no .pth files" if hook.get("no_site") else
                     "no -S: %d .pth file(s) load" % len(hook.get("pth", ())))
             w("         python: %s (%s, %s)" % (_home(hook["interpreter"]), what, site))
+        no = r.get("names_only")
+        if no:
+            w("         names only: %s" % {"on": "on, %d skill(s) listed by name" % no["covered"],
+                                          "user": "on (set by you), %d skill(s) listed by name" % no["covered"],
+                                          "off": "off: every description is listed",
+                                          "broken": "unknown",
+                                          "native": "the runner lists names only itself"}[no["state"]]
+              + ("  (%s)" % _home(no["file"]) if no.get("file") else ""))
+            if no.get("note"):
+                w("           %s" % no["note"])
+            for name, why in no["full"][:8]:
+                w("           in full: %s (%s)" % (name, why))
+            if len(no["full"]) > 8:
+                w("           ... and %d more in full" % (len(no["full"]) - 8))
     if report["probes"]:
         w("Live probe  (query: %r)" % report["probes"][0]["query"][:60])
     for p in report["probes"]:

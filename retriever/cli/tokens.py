@@ -267,10 +267,48 @@ def add_arguments(parser):
                              "(default: %d generic developer prompts)" % len(DEFAULT_QUERIES))
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--platform", metavar="NAME", help="Hermes platform for skills.platform_disabled")
+    parser.add_argument("--runner", metavar="RUNNER",
+                        help="what this runner's own skill listing costs with and without names-only, "
+                             "on the skills it reads from here (claude-code, codex, gemini, opencode)")
+    parser.add_argument("--window", type=int, metavar="TOKENS",
+                        help="the model's context window, for runners that budget the listing by it "
+                             "(default: Claude Code 200,000, Codex 272,000)")
+
+
+def run_runner(args):
+    """``tokens --runner R``: the runner's listing with and without names-only."""
+    from retriever.runners import listing
+    if args.runner not in listing.RUNNERS:
+        sys.stderr.write("skill-retrieve: --runner must be one of: %s (got %r)\n"
+                         % (", ".join(listing.RUNNERS), args.runner))
+        return 2
+    c = listing.listing_cost(args.runner, window=args.window)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(c, indent=1) + "\n")
+    elif c["skills"]:
+        saved = c["stock"] - c["names_only"]
+        out = ["%s: %d skills%s" % (c["runner"], c["skills"],
+                                    " (%d listed in full either way)" % c["in_full"] if c["in_full"] else ""), "",
+               "| %s skill listing, every turn | %s | chars |" % (c["runner"], EST), "|---|---:|---:|"]
+        for label, n in (("stock (descriptions%s)" % (", after its %s-char budget" % _fmt(c["budget"])
+                                                      if c["budget"] else ""), c["stock"]),
+                         ("names only (skill-retrieve install %s)" % c["runner"], c["names_only"]),
+                         ("saved per turn", saved)):
+            out.append("| %s | %s | %s |" % (label, _fmt(estimate(n)), _fmt(n)))
+        if c["budget"] and c["unbudgeted"] > c["stock"]:
+            out += ["", "over budget: %s chars of descriptions do not fit, so %s drops or shortens some "
+                    "(retrieval is how those skills get seen)" % (_fmt(c["unbudgeted"] - c["stock"]), c["runner"])]
+        sys.stdout.write("\n".join(out) + "\n")
+    if not c["skills"]:
+        sys.stderr.write("skill-retrieve: %s reads no skills from here; nothing to measure\n" % args.runner)
+        return 1
+    return 0
 
 
 def run(args):
     """``skill-retrieve tokens``; 0, or 1 when there are no skills."""
+    if getattr(args, "runner", None):
+        return run_runner(args)
     queries = load_queries(args.queries) if args.queries else None
     if args.queries and not queries:
         sys.stderr.write("skill-retrieve: no queries in %s\n" % args.queries)

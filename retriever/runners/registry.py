@@ -113,7 +113,8 @@ RUNNERS = {
         "session": {"id": ("taskId",)},
         "payload": {"hookName": "UserPromptSubmit", "taskId": None},
         "note": ("Cline runs it when hooks are enabled (Settings > Features > Hooks); its context "
-                 "reaches the model in the VS Code extension."),
+                 "reaches the model in the VS Code extension.  The Cline CLI never reads it: it gets the "
+                 "block through the plugin in ~/.cline/plugins (written next)."),
     },
     "hermes": {
         "load": 'with skill_view(name)',
@@ -157,7 +158,11 @@ RUNNERS = {
                     "        input: JSON.stringify({{ prompt, cwd: directory, session_id: input.sessionID }}),\n"
                     "        encoding: \"utf8\", timeout: 5000 }});\n"
                     "      const context = r.status === 0 && r.stdout.trim() ? JSON.parse(r.stdout).context : \"\";\n"
-                    "      if (context) output.parts.push({{ type: \"text\", text: context, synthetic: true }});\n"
+                    "      if (!context) return;\n"
+                    "      // OpenCode 1.18 stores every part: it needs the ids the user's part carries.\n"
+                    "      const first = (output.parts || [])[0] || {{}};\n"
+                    "      const ids = first.id ? {{ id: first.id + \"r\", messageID: first.messageID, sessionID: first.sessionID }} : {{}};\n"
+                    "      output.parts.push({{ ...ids, type: \"text\", text: context, synthetic: true }});\n"
                     "    }} catch (e) {{ /* fail open: the message goes as it is */ }}\n"
                     "  }},\n"
                     "}});\n", 0o644),

@@ -312,7 +312,8 @@ def cline(payload):
 
 
 def opencode(payload):
-    """OpenCode's skill set (not checked with the real CLI): ``.opencode/skills``
+    """OpenCode's skill set (the user folder checked with the real 1.18.33; the
+    others from its documentation): ``.opencode/skills``
     in the working folder and its parents up to the repository root, the
     user's ``$OPENCODE_CONFIG_DIR/skills``, then the Claude Code and
     ``.agents`` folders it also reads, project before user."""

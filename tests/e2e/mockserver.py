@@ -271,6 +271,119 @@ def _models_reply(model: str):
     }).encode()
 
 
+# ------------------------------------------------------------------ tool calls
+# ``MockLLM(tool_call={"name": TOOL, "args": {...}})``: the first model
+# request that offers TOOL is answered with a call to it (in that request's
+# dialect); every other request gets the reply text.  The runner runs the
+# tool and sends its result in the next request, where a test finds it.
+
+
+def offered_tools(body: dict) -> list:
+    """The tool names a model request offers (every dialect)."""
+    names = []
+    for t in body.get("tools") or ():
+        if not isinstance(t, dict):
+            continue
+        if isinstance(t.get("name"), str):
+            names.append(t["name"])
+        fn = t.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            names.append(fn["name"])
+        for f in t.get("functionDeclarations") or ():
+            if isinstance(f, dict) and isinstance(f.get("name"), str):
+                names.append(f["name"])
+    return names
+
+
+def _anthropic_tool(body: dict, name: str, args: dict):
+    model = body.get("model") or DEFAULT_MODEL
+    usage = {"input_tokens": 10, "output_tokens": 1,
+             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return "text/event-stream", _sse([
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_mock02", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": dict(usage, output_tokens=0)}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "toolu_mock01", "name": name, "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": json.dumps(args)}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                           "usage": {"output_tokens": 1}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
+def _responses_tool(body: dict, name: str, args: dict):
+    model = body.get("model") or DEFAULT_MODEL
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 11}
+    item = {"type": "function_call", "id": "fc_mock01", "call_id": "call_mock01", "name": name,
+            "arguments": json.dumps(args), "status": "completed"}
+
+    def response(status, output):
+        return {"id": "resp_mock02", "object": "response", "created_at": int(time.time()),
+                "status": status, "model": model, "output": output,
+                "usage": usage if status == "completed" else None,
+                "error": None, "incomplete_details": None}
+    seq = iter(range(1000))
+    ev = lambda n, **kw: (n, dict(type=n, sequence_number=next(seq), **kw))  # noqa: E731
+    return "text/event-stream", _sse([
+        ev("response.created", response=response("in_progress", [])),
+        ev("response.output_item.added", output_index=0, item=dict(item, arguments="", status="in_progress")),
+        ev("response.function_call_arguments.delta", item_id="fc_mock01", output_index=0,
+           delta=item["arguments"]),
+        ev("response.function_call_arguments.done", item_id="fc_mock01", output_index=0,
+           arguments=item["arguments"]),
+        ev("response.output_item.done", output_index=0, item=item),
+        ev("response.completed", response=response("completed", [item])),
+    ])
+
+
+def _gemini_tool(name: str, args: dict, stream: bool):
+    reply = {"candidates": [{"content": {"role": "model", "parts": [
+                {"functionCall": {"name": name, "args": args}}]},
+             "finishReason": "STOP", "index": 0}],
+             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1, "totalTokenCount": 11},
+             "modelVersion": DEFAULT_MODEL}
+    if not stream:
+        return "application/json", json.dumps(reply).encode()
+    return "text/event-stream", _sse([(None, reply)])
+
+
+def _chat_tool(body: dict, name: str, args: dict):
+    model = body.get("model") or DEFAULT_MODEL
+    created = int(time.time())
+
+    def chunk(delta, finish=None):
+        return (None, {"id": "chatcmpl-mock2", "object": "chat.completion.chunk", "created": created,
+                       "model": model, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                                    "finish_reason": finish}]})
+    call = {"index": 0, "id": "call_mock01", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)}}
+    return "text/event-stream", _sse([
+        chunk({"role": "assistant", "content": None, "tool_calls": [call]}),
+        chunk({}, "tool_calls"),
+        (None, {"id": "chatcmpl-mock2", "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}}),
+        (None, "[DONE]"),
+    ])
+
+
+def _tool_reply(route: str, path: str, body: dict, call: dict):
+    name, args = call["name"], call.get("args") or {}
+    if route == "anthropic":
+        return _anthropic_tool(body, name, args)
+    if route == "responses":
+        return _responses_tool(body, name, args)
+    if route == "gemini":
+        return _gemini_tool(name, args, "streamGenerateContent" in path)
+    return _chat_tool(body, name, args)
+
+
 # ----------------------------------------------------------------------- server
 
 
@@ -364,7 +477,10 @@ class _Handler(BaseHTTPRequestHandler):
         stream = bool(body.get("stream"))
         text = self.server.mock.reply_text
         route = _route(urlsplit(self.path).path)
-        if route == "chat":
+        call = self.server.mock._take_tool_call(route, body)
+        if call is not None:
+            self._send(200, *_tool_reply(route, self.path, body, call))
+        elif route == "chat":
             self._send(200, *_chat_reply(body, text, stream))
         elif route == "anthropic":
             call = self.server.mock.call_due(body.get("messages"), "tool_result")
@@ -410,8 +526,9 @@ class MockLLM:
 
     def __init__(self, reply_text: str = "OK", model: str = DEFAULT_MODEL,
                  port: int = 0, log_path: str | os.PathLike | None = None,
-                 verbose: bool = False):
+                 verbose: bool = False, tool_call: dict | None = None):
         self.reply_text = reply_text
+        self.tool_call = tool_call  # {"name", "args"}: called once (see _tool_reply)
         self.model = model
         self.tool_call: dict | None = None
         self.verbose = verbose
@@ -471,6 +588,16 @@ class MockLLM:
             if self.log_path:
                 with open(self.log_path, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+    def _take_tool_call(self, route: str, body: dict) -> dict | None:
+        """The tool call to answer this request with, once per mock."""
+        with self._lock:
+            call = self.tool_call
+            if (call is None or route not in ("chat", "anthropic", "responses", "gemini")
+                    or call["name"] not in offered_tools(body)):
+                return None
+            self.tool_call = None
+            return call
 
     def snapshot(self) -> list[dict]:
         with self._lock:

@@ -15,7 +15,7 @@ and the newest checked, ``CLAUDE_VERSIONS``), Codex, Gemini CLI and Cline
 (``.cache/npm-clis/NAME-VERSION/node_modules/.bin``). Build them with
 ``make e2e-env``; missing ones make the tests skip with a visible reason
 (``require_hermes()``, ``require_claude(version)``, ``require_codex()``,
-``require_gemini()``, ``require_cline()``).
+``require_gemini()``, ``require_cline()``, ``require_opencode()``).
 
 Observed on the wire (test_infra_smoke.py, a hook that prints MARKER-123):
 
@@ -59,6 +59,13 @@ Observed on the wire (test_infra_smoke.py, a hook that prints MARKER-123):
   Cline leaves a detached "hub" daemon behind (``--cline-hub-daemon``, port
   ``$CLINE_HUB_PORT``, default 25463); ``run_cline`` stops it.
 
+* OpenCode 1.18.33 (``run_opencode``) -> a title request and the turn, both
+  ``POST /v1/chat/completions``; plugins in ``~/.config/opencode/plugins``.
+  ~6-10 s per run.
+* The mock can answer a turn with a call to a tool the request offers
+  (``MockLLM(tool_call=...)``): the runner runs it, and its result is in
+  the next request.
+
 Gotchas: a hook script's shebang may carry only ONE argument on Linux
 (``#!/usr/bin/python3 -IS``, not ``-I -S``); a hook that exits 2 *blocks* the
 prompt in Claude Code (no model request at all). To see what a runner sends a
@@ -90,6 +97,7 @@ __all__ = [
     "hermes_available", "claude_available", "codex_available", "gemini_available", "cline_available",
     "require_hermes", "require_claude", "require_codex", "require_gemini", "require_cline",
     "claude_bin", "claude_env", "claude_plugin", "write_gemini_settings", "run_gemini", "run_cline",
+    "OPENCODE_BIN", "opencode_available", "require_opencode", "write_opencode_config", "run_opencode",
     "write_hermes_config", "run_hermes",
     "hooks_json", "write_claude_settings", "run_claude",
     "write_codex_config", "write_codex_hooks", "run_codex",
@@ -131,6 +139,7 @@ CLAUDE_BIN = npm_bin("claude-code", CLAUDE_VERSIONS[0], "claude")
 CODEX_BIN = npm_bin("codex", VERSIONS["CODEX_VERSION"], "codex")
 GEMINI_BIN = npm_bin("gemini-cli", VERSIONS["GEMINI_CLI_VERSION"], "gemini")
 CLINE_BIN = npm_bin("cline", VERSIONS["CLINE_VERSION"], "cline")
+OPENCODE_BIN = npm_bin("opencode", VERSIONS["OPENCODE_VERSION"], "opencode")
 
 HERMES_MODEL = "mock-model"
 CODEX_MODEL = "gpt-mock"
@@ -182,6 +191,15 @@ def gemini_available() -> tuple[bool, str]:
 
 def cline_available() -> tuple[bool, str]:
     return _npm_cli_available(CLINE_BIN, "Cline")
+
+
+def opencode_available() -> tuple[bool, str]:
+    return _npm_cli_available(OPENCODE_BIN, "OpenCode")
+
+
+def require_opencode() -> None:
+    """``pytest.skip`` when npm / the OpenCode CLI is missing."""
+    _require(opencode_available)
 
 
 def codex_available() -> tuple[bool, str]:
@@ -549,11 +567,12 @@ def run_codex(prompt: str, codex_home: str | os.PathLike, mock: MockLLM,
               cwd: str | os.PathLike, trust_hooks: bool = True,
               *, timeout: float = 120, home: str | os.PathLike | None = None,
               extra_args: Sequence[str] = (), extra_toml: str = "",
-              extra_env: Mapping[str, str] | None = None,
+              extra_env: Mapping[str, str] | None = None, write_config: bool = True,
               ) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """One ``codex exec`` turn against ``mock``.
 
-    (Re)writes ``$CODEX_HOME/config.toml`` for ``mock.port``; hooks come from
+    (Re)writes ``$CODEX_HOME/config.toml`` for ``mock.port`` (unless
+    ``write_config`` is False: a test that installed into it); hooks come from
     ``$CODEX_HOME/hooks.json`` (see :func:`write_codex_hooks`).
     ``trust_hooks=False`` omits ``--dangerously-bypass-hook-trust``, so the
     untrusted hooks are skipped silently (the control).
@@ -561,7 +580,8 @@ def run_codex(prompt: str, codex_home: str | os.PathLike, mock: MockLLM,
     require_codex()
     codex_home, cwd = Path(codex_home), Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
-    write_codex_config(codex_home, mock.port, extra_toml)
+    if write_config:
+        write_codex_config(codex_home, mock.port, extra_toml)
     home = Path(home) if home is not None else _sibling(codex_home, "home")
     env = _base_env(home, {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "dummy",
                            **(extra_env or {})})
@@ -600,6 +620,7 @@ def write_gemini_settings(home: str | os.PathLike, commands: Iterable[str] = (),
 
 def run_gemini(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | os.PathLike,
                *, timeout: float = 120, extra_env: Mapping[str, str] | None = None,
+               extra_args: Sequence[str] = (),
                ) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """One ``gemini -p PROMPT`` turn against ``mock``.
 
@@ -616,7 +637,7 @@ def run_gemini(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | o
     env = _base_env(home, {"GEMINI_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": mock.url,
                            **(extra_env or {})})
     start = len(mock.requests)
-    cp = run_process([str(GEMINI_BIN), "-p", prompt, "-m", GEMINI_MODEL], env, cwd, timeout)
+    cp = run_process([str(GEMINI_BIN), "-p", prompt, "-m", GEMINI_MODEL, *extra_args], env, cwd, timeout)
     return cp, _requests_since(mock, start)
 
 
@@ -689,3 +710,67 @@ def _stop_cline_hub(port: int) -> None:
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline and daemons():
             time.sleep(0.05)
+
+
+# ------------------------------------------------------------------- OpenCode
+
+
+def write_opencode_config(home: str | os.PathLike, port: int) -> Path:
+    """``~/.config/opencode/opencode.json``: an OpenAI-compatible provider
+    ``mock`` at the mock's ``/v1`` (bundled in the binary: nothing is
+    downloaded), model ``mock/mock-model``."""
+    path = Path(home) / ".config" / "opencode" / "opencode.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                              "options": {"baseURL": f"http://127.0.0.1:{port}/v1", "apiKey": "dummy"},
+                              "models": {HERMES_MODEL: {"name": "Mock"}}}},
+        "model": f"mock/{HERMES_MODEL}", "autoupdate": False, "share": "disabled"}, indent=2))
+    return path
+
+
+def run_opencode(prompt: str, home: str | os.PathLike, mock: MockLLM, cwd: str | os.PathLike,
+                 *, timeout: float = 120, extra_env: Mapping[str, str] | None = None,
+                 ) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One ``opencode run PROMPT`` against ``mock`` (config from
+    :func:`write_opencode_config`, written when missing).
+
+    Observed with 1.18.33: two ``POST /v1/chat/completions``, a title
+    request (small model, no tools) and the turn itself, whose
+    ``messages[0]`` is the system prompt with ``<available_skills>``
+    (name, description, location per skill).  Plugins are the
+    ``{plugin,plugins}/*.{js,ts}`` files of ``~/.config/opencode``.
+    ~6 s per run (the first start unpacks its bundled runtime).
+    """
+    require_opencode()
+    home, cwd = Path(home), Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    if not (home / ".config" / "opencode" / "opencode.json").exists():
+        write_opencode_config(home, mock.port)
+    stub = _rg_stub(home.parent / f"{home.name}-bin")
+    env = _base_env(home, {"PATH": f"{stub}{os.pathsep}{_BASE_PATH}",
+                           "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                           "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_SHARE": "1",
+                           **(extra_env or {})})
+    start = len(mock.requests)
+    cp = run_process([str(OPENCODE_BIN), "run", "--model", f"mock/{HERMES_MODEL}", prompt], env, cwd, timeout)
+    return cp, _requests_since(mock, start)
+
+
+def _rg_stub(folder: Path) -> Path:
+    """A folder holding ``rg``: OpenCode's skill tool lists a skill's files
+    with ripgrep (``rg --files``) and downloads ripgrep when none is on
+    PATH; the tests run offline, so this stand-in prints the files below
+    the working folder (all that tool asks of it)."""
+    import sys
+    folder.mkdir(parents=True, exist_ok=True)
+    rg = folder / "rg"
+    rg.write_text(f"#!{sys.executable} -IS\n"
+                  "import os, sys\n"
+                  "if '--files' not in sys.argv: sys.exit(2)\n"
+                  "for d, subs, files in os.walk('.'):\n"
+                  "    subs[:] = [s for s in subs if s != '.git']\n"
+                  "    for f in files: print(os.path.relpath(os.path.join(d, f)))\n")
+    rg.chmod(0o755)
+    return folder

@@ -8,8 +8,8 @@ Makefile), against the mock model API on 127.0.0.1.
 * Claude Code installs this repository as a plugin (``claude plugin
   marketplace add`` + ``claude plugin install``) from a copy without a
   ``.venv``: the plugin's own hook injects the block.
-* Gemini CLI (``BeforeAgent``) and Cline (``UserPromptSubmit``), each with a
-  control run without the hook.
+* Gemini CLI (``BeforeAgent``) and Cline (the SDK plugin ``install cline``
+  writes), each with a control run without the hook.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,8 @@ from retriever.runners import install
 
 from .runners import (CLAUDE_VERSIONS, REPO_ROOT, claude_plugin, run_claude, run_cline, run_gemini,
                       write_claude_settings, write_gemini_settings)
-from .test_claude_codex_e2e import HEADING, PROMPT, diag, expected_block, holds, make_library, model_bodies, strings
+from .test_claude_codex_e2e import (BIN, HEADING, PROMPT, diag, expected_block, holds, make_library, model_bodies,
+                                    skr_env, strings)
 
 ZEBRA = "groom the zebra herd before the show"
 
@@ -150,14 +152,6 @@ def test_gemini_cli_injects_the_block(mock_llm, tmp_path, hooked):
 # ---------------------------------------------------------------------- Cline
 
 
-def _cline_hook(proj: Path) -> None:
-    hooks = proj / ".clinerules" / "hooks"
-    hooks.mkdir(parents=True)
-    path = hooks / "UserPromptSubmit"
-    path.write_text("#!/bin/sh\nexec %s\n" % install.hook_command("cline"))
-    path.chmod(0o755)
-
-
 def test_cline_control_reaches_the_mock_without_a_block(mock_llm, tmp_path):
     home = tmp_path / "home"
     proj = tmp_path / "project"
@@ -168,15 +162,18 @@ def test_cline_control_reaches_the_mock_without_a_block(mock_llm, tmp_path):
     assert PROMPT in json.dumps(bodies) and not holds(bodies, HEADING)
 
 
-@pytest.mark.xfail(strict=True, reason="Cline CLI 3.0.65 never runs a UserPromptSubmit hook for the task "
-                   "prompt, and runs prompt_submit hooks detached, ignoring their output "
-                   "(see docs/runners.md, 'Cline')")
 def test_cline_injects_the_block(mock_llm, tmp_path):
+    """``install cline`` writes an SDK plugin (``~/.cline/plugins``) whose
+    beforeRun asks the hook and returns its block as appendContext: the
+    Cline CLI never reads a UserPromptSubmit hook's output, but this
+    reaches the model (issue 30; a strict xfail before)."""
     home = tmp_path / "home"
     proj = tmp_path / "project"
     library = make_library(proj / ".cline" / "skills")
     block = expected_block(library, tmp_path / "scratch")
-    _cline_hook(proj)
+    cp = subprocess.run([str(BIN), "install", "cline"], capture_output=True, text=True, cwd=str(proj),
+                        env=skr_env(home), timeout=60)
+    assert cp.returncode == 0, cp
     cp, reqs = run_cline(PROMPT, home, mock_llm, proj, timeout=90,
                          extra_env={"SKILL_RETRIEVAL_REVALIDATE": "off"})
     bodies = model_bodies(mock_llm, reqs)

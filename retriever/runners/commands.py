@@ -1,0 +1,42 @@
+"""``skill-retrieve install|uninstall RUNNER``: both halves of the job.
+
+Install registers the prompt hook (``retriever.runners.install``), then
+makes the runner list the skills by name only (``retriever.runners.listing``;
+``--no-compact`` skips that half).  Uninstall takes the names-only
+entries out first, so what is left is the hook alone, which the hook's
+uninstall removes (with the file, when install created it).
+
+Cold path: imports freely.
+"""
+
+from retriever.runners import install, listing
+
+
+def add_arguments(parser):
+    """The hook installer's arguments, plus ``--no-compact``."""
+    install.add_arguments(parser)
+    if parser.prog.endswith("uninstall"):
+        return  # uninstall removes whatever install added
+    parser.add_argument("--no-compact", action="store_true",
+                        help="install the hook alone: leave the runner listing every skill's description "
+                             "(by default Claude Code, Codex, Gemini CLI and OpenCode list the skills by name "
+                             "only, and the hook adds the relevant ones; docs/runners.md)")
+
+
+def run(args):
+    """``install`` or ``uninstall`` (from ``args.command``); returns the exit code."""
+    command = getattr(args, "command", None) or "install"
+    if install.kind(args.runner) == "hermes":
+        code = install.run(args)  # the Hermes plugin does both halves itself
+        if code == 0 and command == "install" and getattr(args, "no_compact", False):
+            print("  Hermes: the plugin lists skills by name only unless SKILL_RETRIEVAL_COMPACT=0 "
+                  "is set in its environment (--no-compact does not change the plugin)")
+        return code
+    if command == "uninstall":
+        code = listing.uninstall(args.runner, args.project, args.dry_run)
+        return install.run(args) or code
+    code = install.run(args)
+    if code == 0:
+        code = listing.install(args.runner, args.project, args.dry_run,
+                               compact=not getattr(args, "no_compact", False))
+    return code

@@ -1,0 +1,400 @@
+"""Names only (issue 30): ``install RUNNER`` also turns the runner's own
+skill listing down to names, ``--no-compact`` leaves it alone, the user's
+own entries are kept, a skill added later is covered without a
+re-install, and uninstall gives back exactly the file that was there.
+
+Everything runs the real executable on temporary homes.
+"""
+
+import json
+import os
+
+import pytest
+
+from conftest import assert_clean, make_skill
+
+from retriever.runners import listing
+
+
+@pytest.fixture
+def home(cli_env):
+    return cli_env["HOME"]
+
+
+@pytest.fixture
+def codex_home(tmp_path):
+    return tmp_path / "codex-home"
+
+
+@pytest.fixture
+def run(cli, codex_home):
+    def go(*args):
+        return cli(*args, env={"CODEX_HOME": codex_home})
+    return go
+
+
+def skill(root, name, desc="Does a thing.", extra=None):
+    fm = {"name": name, "description": desc}
+    fm.update(extra or {})
+    make_skill(root, name, fm, body="# %s\n" % name)
+
+
+def claude_settings(home):
+    return os.path.join(home, ".claude", "settings.json")
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+# ------------------------------------------------------------ Claude Code
+
+
+def test_claude_code_lists_each_skill_by_name_and_keeps_the_users_entries(run, home):
+    skills = os.path.join(home, ".claude", "skills")
+    for n in ("alpha", "beta", "gamma"):
+        skill(skills, n)
+    skill(skills, "manual", extra={"disable-model-invocation": True})  # never listed anyway
+    original = json.dumps({"theme": "dark", "skillOverrides": {"beta": "off", "zeta": "on"}}, indent=4) + "\n"
+    write(claude_settings(home), original)
+    assert_clean(run("install", "claude-code"))
+    data = json.loads(read(claude_settings(home)))
+    assert data["skillOverrides"] == {"beta": "off", "zeta": "on", "alpha": "name-only", "gamma": "name-only"}
+    assert data["theme"] == "dark"
+    (group,) = data["hooks"]["SessionStart"]
+    assert " sync claude-code" in group["hooks"][0]["command"]
+    # a second install changes nothing
+    before = read(claude_settings(home))
+    assert_clean(run("install", "claude-code"))
+    assert read(claude_settings(home)) == before
+    assert_clean(run("uninstall", "claude-code"))
+    assert json.loads(read(claude_settings(home))) == json.loads(original)
+
+
+def test_no_compact_installs_the_hook_alone(run, home):
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    assert_clean(run("install", "claude-code", "--no-compact"))
+    data = json.loads(read(claude_settings(home)))
+    assert "skillOverrides" not in data and list(data["hooks"]) == ["UserPromptSubmit"]
+
+
+def test_uninstall_deletes_the_settings_file_install_created(run, home):
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    assert_clean(run("install", "claude-code"))
+    assert os.path.exists(claude_settings(home))
+    assert_clean(run("uninstall", "claude-code"))
+    assert not os.path.exists(claude_settings(home))
+
+
+def test_uninstall_keeps_an_entry_the_user_changed_since(run, home):
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    skill(os.path.join(home, ".claude", "skills"), "beta")
+    assert_clean(run("install", "claude-code"))
+    data = json.loads(read(claude_settings(home)))
+    data["skillOverrides"]["alpha"] = "off"  # the user's decision now
+    write(claude_settings(home), json.dumps(data))
+    assert_clean(run("uninstall", "claude-code"))
+    assert json.loads(read(claude_settings(home))) == {"skillOverrides": {"alpha": "off"}}
+
+
+def test_sync_covers_a_skill_added_later_and_never_overwrites(cli, run, home, tmp_path):
+    skills = os.path.join(home, ".claude", "skills")
+    skill(skills, "alpha")
+    assert_clean(run("install", "claude-code"))
+    skill(skills, "late")
+    skill(skills, "mine")
+    data = json.loads(read(claude_settings(home)))
+    data["skillOverrides"]["mine"] = "on"  # the user's own entry for a new skill
+    write(claude_settings(home), json.dumps(data))
+    proc = cli("sync", "claude-code", input=json.dumps({"cwd": str(tmp_path)}))
+    assert_clean(proc)
+    assert proc.stdout == "" and proc.stderr == ""  # a session-start hook stays silent
+    ov = json.loads(read(claude_settings(home)))["skillOverrides"]
+    assert ov == {"alpha": "name-only", "late": "name-only", "mine": "on"}
+    # uninstall removes what install and sync added, nothing of the user's
+    assert_clean(run("uninstall", "claude-code"))
+    assert json.loads(read(claude_settings(home))) == {"skillOverrides": {"mine": "on"}}
+
+
+def test_sync_without_install_changes_nothing_and_fails_open(cli, home, tmp_path):
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    for stdin in ("", "not json", json.dumps({"cwd": str(tmp_path)})):
+        proc = cli("sync", "claude-code", input=stdin)
+        assert_clean(proc)
+        assert proc.stdout == "" and proc.stderr == ""
+    assert not os.path.exists(claude_settings(home))
+
+
+def test_plugin_skills_are_reported_in_full_with_the_reason(home, monkeypatch, tmp_path):
+    cfg = os.path.join(home, ".claude")
+    skill(os.path.join(cfg, "skills"), "alpha")
+    plugin = tmp_path / "plugin"
+    skill(plugin / "skills", "zoo-skill")
+    os.makedirs(plugin / ".claude-plugin")
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "zoo"}))
+    write(os.path.join(cfg, "plugins", "installed_plugins.json"),
+          json.dumps({"version": 2, "plugins": {"zoo@m": [{"installPath": str(plugin)}]}}))
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    names, full = listing.covered("claude-code", str(tmp_path))
+    assert names == ["alpha"]
+    assert [n for n, _ in full] == ["zoo:zoo-skill"] and "plugin" in full[0][1]
+
+
+def test_a_settings_file_that_is_not_json_is_left_alone(run, home):
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    write(claude_settings(home), "{not json")
+    proc = run("install", "claude-code")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "settings.json" in proc.stderr
+    assert read(claude_settings(home)) == b"{not json"
+
+
+# ------------------------------------------------------------------ Codex
+
+
+CODEX_CONFIG = '''# my codex set-up
+model = "o3"   # a comment
+
+[features]
+plugins = false
+
+[profiles.fast]
+model = "o4-mini"'''
+
+
+def test_codex_switch_is_added_textually_and_removed_byte_for_byte(run, codex_home):
+    path = str(codex_home / "config.toml")
+    write(path, CODEX_CONFIG)
+    assert_clean(run("install", "codex"))
+    text = read(path).decode()
+    import tomllib
+    data = tomllib.loads(text)
+    assert data["features"] == {"omit_skill_descriptions": True, "plugins": False}
+    assert data["suppress_unstable_features_warning"] is True
+    assert data["profiles"] == {"fast": {"model": "o4-mini"}}
+    assert "# my codex set-up" in text and "# a comment" in text
+    assert_clean(run("install", "codex"))  # idempotent
+    assert read(path).decode() == text
+    assert_clean(run("uninstall", "codex"))
+    assert read(path).decode() == CODEX_CONFIG
+
+
+def test_codex_keeps_the_users_own_value(run, codex_home):
+    path = str(codex_home / "config.toml")
+    original = "suppress_unstable_features_warning = false\n[features]\nomit_skill_descriptions = false\n"
+    write(path, original)
+    assert_clean(run("install", "codex"))
+    assert read(path).decode() == original
+    assert_clean(run("uninstall", "codex"))
+    assert read(path).decode() == original
+
+
+def test_codex_without_a_config_gets_one_and_loses_it_again(run, codex_home):
+    path = str(codex_home / "config.toml")
+    assert_clean(run("install", "codex"))
+    import tomllib
+    assert tomllib.loads(read(path).decode())["features"]["omit_skill_descriptions"] is True
+    assert_clean(run("uninstall", "codex"))
+    assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize("text", ['model = "o3"\nfeatures = { plugins = false }\n', "model = [unclosed\n"])
+def test_codex_config_it_cannot_edit_safely_is_left_alone(run, codex_home, text):
+    path = str(codex_home / "config.toml")
+    write(path, text)
+    proc = run("install", "codex")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "config.toml" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert read(path).decode() == text
+
+
+def test_codex_edit_reads_back_as_intended():
+    new, rec = listing.codex_edit('a = 1\n[features]\nx = 2\n[t]\ny = 3')
+    import tomllib
+    assert tomllib.loads(new) == {"a": 1, "suppress_unstable_features_warning": True,
+                                  "features": {"x": 2, "omit_skill_descriptions": True}, "t": {"y": 3}}
+    assert listing.codex_unedit(new, rec) == 'a = 1\n[features]\nx = 2\n[t]\ny = 3'
+
+
+# ------------------------------------------------------------- Gemini CLI
+
+
+def test_gemini_env_line_is_added_and_removed_exactly(run, home):
+    path = os.path.join(home, ".gemini", ".env")
+    write(path, "GEMINI_API_KEY=abc")  # no final newline
+    assert_clean(run("install", "gemini"))
+    assert read(path) == b"GEMINI_API_KEY=abc\nGEMINI_PROMPT_AGENTSKILLS=0\n"
+    assert_clean(run("uninstall", "gemini"))
+    assert read(path) == b"GEMINI_API_KEY=abc"
+
+
+def test_gemini_keeps_the_users_own_setting(run, home):
+    path = os.path.join(home, ".gemini", ".env")
+    write(path, "export GEMINI_PROMPT_AGENTSKILLS=1\n")
+    assert_clean(run("install", "gemini"))
+    assert read(path) == b"export GEMINI_PROMPT_AGENTSKILLS=1\n"
+    assert_clean(run("uninstall", "gemini"))
+    assert read(path) == b"export GEMINI_PROMPT_AGENTSKILLS=1\n"
+
+
+# --------------------------------------------------------------- OpenCode
+
+
+def test_opencode_plugin_is_written_and_removed(run, home):
+    plugins = os.path.join(home, ".config", "opencode", "plugins")
+    assert_clean(run("install", "opencode"))
+    assert sorted(os.listdir(plugins)) == ["skill-retrieval-listing.js", "skill-retrieval.js"]
+    assert_clean(run("uninstall", "opencode"))
+    assert not os.path.exists(plugins)
+
+
+def test_opencode_plugin_strips_descriptions_in_place(tmp_path):
+    import shutil
+    import subprocess
+    node = shutil.which("node")
+    if not node:
+        pytest.skip("node not found")
+    plug = tmp_path / "p.mjs"
+    plug.write_text(listing.OPENCODE_SOURCE)
+    script = """
+const m = await import(%s);
+const p = await m.SkillRetrievalListing();
+const sys = ["head <available_skills>\\n  <skill>\\n    <name>a</name>\\n    <description>DA</description>\\n"
+  + "    <location>/x/a/SKILL.md</location>\\n  </skill>\\n</available_skills> tail", "other <description>keep</description>"];
+await p["experimental.chat.system.transform"]({}, { system: sys });
+process.stdout.write(JSON.stringify(sys));
+""" % json.dumps(str(plug))
+    out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [
+        "head <available_skills>\n  <skill>\n    <name>a</name>\n  </skill>\n</available_skills> tail",
+        "other <description>keep</description>"]
+
+
+# ---------------------------------------------------------- doctor, tokens
+
+
+def test_doctor_shows_names_only_per_runner(run, home):
+    skills = os.path.join(home, ".claude", "skills")
+    skill(skills, "alpha")
+    assert_clean(run("install", "claude-code"))
+    skill(skills, "late")
+    proc = run("doctor", "--runner", "claude-code", "--format", "json")
+    info = [r for r in json.loads(proc.stdout)["runners"] if r["runner"] == "claude-code"][0]
+    no = info["names_only"]
+    assert no["state"] == "on" and no["covered"] == 1
+    assert [n for n, _ in no["full"]] == ["late"] and "next" in no["full"][0][1]
+    text = run("doctor", "--runner", "claude-code", "--no-probe").stdout
+    assert "names only: on, 1 skill(s) listed by name" in text and "in full: late" in text
+
+
+def test_doctor_warns_when_names_only_is_off(run, home):
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    assert_clean(run("install", "claude-code", "--no-compact"))
+    text = run("doctor", "--runner", "claude-code", "--no-probe").stdout
+    assert "names only: off" in text and "names-only is off" in text
+
+
+def test_tokens_runner_prices_the_listing_with_and_without(run, home):
+    skills = os.path.join(home, ".claude", "skills")
+    for i in range(3):
+        skill(skills, "s%d" % i, "x" * 100)
+    proc = run("tokens", "--runner", "claude-code", "--format", "json")
+    assert_clean(proc)
+    c = json.loads(proc.stdout)
+    assert c["skills"] == 3
+    assert c["stock"] == 3 * len("- s0: %s\n" % ("x" * 100))
+    assert c["names_only"] == 3 * len("- s0\n")
+    text = run("tokens", "--runner", "claude-code").stdout
+    assert "names only" in text and "saved per turn" in text
+
+
+def test_tokens_runner_applies_claude_codes_budget(run, home):
+    skills = os.path.join(home, ".claude", "skills")
+    for i in range(100):
+        skill(skills, "s%02d" % i, "y" * 200)
+    c = json.loads(run("tokens", "--runner", "claude-code", "--format", "json").stdout)
+    assert c["budget"] == 8000 and c["unbudgeted"] > 8000
+    assert c["stock"] <= 8000 and c["names_only"] == 100 * len("- s00\n")
+
+
+# ------------------------------------------------------------------ Cline
+
+
+def test_cline_install_writes_the_cli_plugin_beside_the_hook_file(run, home):
+    plugin = os.path.join(home, ".cline", "plugins", "skill-retrieval.js")
+    assert_clean(run("install", "cline", "--no-compact"))  # the plugin is the hook half: always
+    text = read(plugin).decode()
+    assert "beforeRun" in text and "appendContext" in text and '"hook", "cline"' in text
+    assert os.path.exists(os.path.join(home, "Documents", "Cline", "Hooks", "UserPromptSubmit"))
+    assert_clean(run("uninstall", "cline"))
+    assert not os.path.exists(os.path.join(home, ".cline"))
+
+
+def test_cline_someone_elses_plugin_is_left_alone(run, home):
+    plugin = os.path.join(home, ".cline", "plugins", "skill-retrieval.js")
+    write(plugin, "export default {};\n")
+    proc = run("install", "cline")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "skill-retrieval.js" in proc.stderr
+    assert read(plugin) == b"export default {};\n"
+
+
+def test_cline_plugin_returns_the_hooks_context(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    node = shutil.which("node")
+    if not node:
+        pytest.skip("node not found")
+    hook = tmp_path / "hook.py"
+    # a stand-in hook: echoes the prompt it got, in Cline's output shape
+    hook.write_text("import json, sys\np = json.load(sys.stdin)\n"
+                    "print(json.dumps({'cancel': False, 'contextModification': 'CTX:' + p['userPromptSubmit']['prompt']"
+                    " + '@' + p['workspaceRoots'][0]}))\n")
+    plug = tmp_path / "p.mjs"
+    plug.write_text(listing.cline_plugin("%s %s hook cline" % (sys.executable, hook)))
+    script = """
+const p = (await import(%s)).default;
+p.setup({}, { workspaceInfo: { rootPath: "/ws" } });
+const r = await p.hooks.beforeRun({ snapshot: { messages: [
+  { role: "user", content: [{ type: "text", text: "<user_input mode=\\"act\\">fix the pdf</user_input>" }] }] } });
+const none = await p.hooks.beforeRun({ snapshot: { messages: [] } });
+process.stdout.write(JSON.stringify([r, none === undefined]));
+""" % json.dumps(str(plug))
+    out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [{"appendContext": "CTX:fix the pdf@/ws"}, True]
+
+
+def test_project_install_syncs_the_projects_settings(cli, run, tmp_path):
+    proj = tmp_path / "proj"
+    skills = proj / ".claude" / "skills"
+    skill(str(skills), "alpha")
+    assert_clean(run("install", "claude-code", "--project", proj))
+    settings = proj / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    assert data["skillOverrides"] == {"alpha": "name-only"}
+    (group,) = data["hooks"]["SessionStart"]
+    argv = group["hooks"][0]["command"].split()
+    assert argv[-2:] == ["--project", str(proj)]
+    skill(str(skills), "late")
+    assert_clean(cli(*argv[4:], input=json.dumps({"cwd": str(proj)})))  # as Claude Code runs it
+    assert json.loads(settings.read_text())["skillOverrides"] == {"alpha": "name-only", "late": "name-only"}
+
+
+def test_doctor_says_whether_the_cline_cli_gets_the_block(run, home):
+    skill(os.path.join(home, ".cline", "skills"), "alpha")
+    assert_clean(run("install", "cline"))
+    text = run("doctor", "--runner", "cline", "--no-probe").stdout
+    assert "the runner lists names only itself" in text and "gets the block through this plugin" in text
+    os.unlink(os.path.join(home, ".cline", "plugins", "skill-retrieval.js"))
+    text = run("doctor", "--runner", "cline", "--no-probe").stdout
+    assert "the Cline CLI never reads the hook file" in text
