@@ -201,15 +201,8 @@ def write_atomically(target, chunks, durable=True):
     import os
     folder = os.path.dirname(target)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    tmp = "%s.tmp.%d" % (target, os.getpid())
-    # O_EXCL | O_NOFOLLOW: the temp name is predictable, so never write
-    # through whatever already sits there (a symlink, a FIFO).
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(tmp, flags, 0o644)
-    except FileExistsError:
-        os.unlink(tmp)  # left by a crashed build that had our pid
-        fd = os.open(tmp, flags, 0o644)
+    remove_dead_temps(target)
+    fd, tmp = _new_temp(target)
     try:
         with open(fd, "wb") as f:
             for c in chunks:
@@ -217,13 +210,83 @@ def write_atomically(target, chunks, durable=True):
             f.flush()
             if durable:
                 os.fsync(f.fileno())
-        os.replace(tmp, target)
+            os.replace(tmp, target)  # still locked: never taken for a dead build's
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+
+
+_TEMP = ".tmp."  # <target>.tmp.<pid>.<random>: the temp files write_atomically makes
+
+
+def _new_temp(target):
+    """A new temp file beside ``target``: ``(fd, path)``.  Its name holds
+    the pid (for people) and a random part, so nobody can plant one in
+    advance; O_EXCL | O_NOFOLLOW, so nothing already there is written
+    through.  It is locked (``flock``) while it is written: a build killed
+    at any moment leaves one nobody holds, which ``remove_dead_temps``
+    removes, whoever's pid it carries."""
+    import fcntl
+    import os
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = "%s%s%d.%s" % (target, _TEMP, os.getpid(), os.urandom(4).hex())
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a cleaner's check holds it this instant, and removes it
+                os.close(fd)
+                continue
+            st = os.fstat(fd)
+            if st.st_nlink:  # else another build removed it before the lock: make another
+                if st.st_mode & 0o022:
+                    os.fchmod(fd, st.st_mode & 0o755)  # a umask of 0 must not make it writable by others
+                return fd, tmp
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def remove_dead_temps(target):
+    """Remove the temp files of builds of ``target`` that died (killed at
+    any moment): regular files of this user named ``<target>.tmp.<pid>...``
+    that no live writer holds locked.  Only where nobody else can swap a
+    name under us: a private folder, or a sticky one (/tmp)."""
+    import fcntl
+    import os
+    folder, name = os.path.split(target)
+    try:
+        st = os.stat(folder or ".")
+        if not (st.st_uid == os.getuid() and not st.st_mode & 0o022) and not st.st_mode & 0o1000:
+            return
+        names = [n for n in os.listdir(folder or ".") if n.startswith(name + _TEMP)]
+    except OSError:
+        return
+    for n in names:
+        pid, _, rest = n[len(name) + len(_TEMP):].partition(".")
+        if not pid.isdigit() or not all(c in "0123456789abcdef" for c in rest):
+            continue
+        path = os.path.join(folder, n)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != os.getuid():
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while its writer lives
+            if os.path.samestat(st, os.lstat(path)):
+                os.unlink(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def write_target(path):
@@ -592,8 +655,10 @@ _CHUNK = 1 << 22  # verify hashes a large section 4 MiB at a time
 
 
 def memo_path(path):
-    """The file recording that the index at ``path`` was verified whole."""
-    return path + ".verified"
+    """The file recording that the index at ``path`` was verified whole
+    (``locate.side_path``: never one someone else could plant)."""
+    from retriever import locate
+    return locate.side_path(path, ".verified")
 
 
 def _identity(st):
@@ -605,9 +670,9 @@ def _identity(st):
 def _verified(path, fd):
     # True when the memo beside ``path`` names the file open as ``fd``.
     import posix
-    try:
-        mfd = posix.open(memo_path(path), posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)
-    except OSError:
+    from retriever import locate
+    mfd = locate.open_own(memo_path(path))  # a memo the user did not make is no memo
+    if mfd < 0:
         return False
     try:
         return posix.read(mfd, 256) == _identity(posix.fstat(fd))
