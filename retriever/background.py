@@ -20,10 +20,15 @@ from retriever import locate, settings
 def revalidate_detached(path):
     """Fork a detached child that rebuilds the index at ``path`` if its
     skills changed or it is damaged, unless another builder of it holds
-    its lock.  The stamp records the check at once."""
+    its lock.  The stamp records the check at once.  A file not ours
+    holding the lock's name is ignored: it stops no check (the check
+    runs without the lock)."""
     touch_stamp(path)
     lock_file = lock_path(path)
-    if lock(lock_file):
+    holder = lock(lock_file)
+    if holder == FOREIGN:
+        lock_file = None
+    elif holder:
         return  # a revalidator or a hook's build of this index is under way
 
     def body():
@@ -31,10 +36,13 @@ def revalidate_detached(path):
             locate.enable_site()
             background_revalidate(path)
         finally:
-            unlink(lock_file)
+            if lock_file:
+                unlink(lock_file)
         return True
 
     pid = detach(body)
+    if lock_file is None:
+        return
     if pid:
         write_pid(lock_file, pid)
     else:
@@ -108,7 +116,8 @@ def detach(body):
 # that overruns (far above a 100,000-skill build) must not block the next.
 LOCK_STALE_AFTER = 600.0
 BEING_TAKEN = -1  # lock(): another process created it and is writing its pid this instant
-CANNOT = -2  # lock(): it cannot be taken here (the folder cannot be written, or a file not ours holds the name)
+CANNOT = -2  # lock(): it cannot be taken here (the folder cannot be written)
+FOREIGN = -3  # lock(): a file this user did not make holds its name (never read, never removed)
 
 
 def lock_path(index_path):
@@ -120,9 +129,9 @@ def lock_path(index_path):
 def lock(path):
     """Take the lock file at ``path``: 0 when taken, else the pid of the
     live process holding it, BEING_TAKEN (its pid is being written this
-    instant) or CANNOT (the folder cannot be written, or the name is held
-    by a file this user did not make: nothing could be built there
-    anyway).  The folder is created first, so the first two prompts of a
+    instant), CANNOT (the folder cannot be written: nothing could be
+    built there anyway) or FOREIGN (the name is held by a file this user
+    did not make).  The folder is created first, so the first two prompts of a
     new cache do not both build.  A lock whose holder is gone, or older
     than LOCK_STALE_AFTER, is taken over; so is one holding the pid of
     another user's process (ours died, and its pid was reused)."""
@@ -136,7 +145,7 @@ def lock(path):
         except FileExistsError:
             try:
                 if not locate.own_file(posix.lstat(path)):
-                    return CANNOT  # planted, or a link: never read, never removed
+                    return FOREIGN  # planted, or a link: never read, never removed
             except OSError:
                 continue  # gone meanwhile
             pid = read_pid(path)

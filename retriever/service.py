@@ -220,11 +220,11 @@ def open_detached(req):
     lock_file = bg.lock_path(path)
     holder = bg.lock(lock_file)
     deadline = time.monotonic() + req["wait"]
-    if holder == bg.CANNOT:
-        # No build can be under way where no lock can be taken (a
-        # read-only or unusable cache): never wait on it; answer as the
-        # plain query does, from an index built here (in memory when the
-        # file cannot be written).
+    if holder in (bg.CANNOT, bg.FOREIGN):
+        # No build of ours can be under way where no lock can be taken (a
+        # read-only or unusable cache, a name held by a file not ours):
+        # never wait on it; answer as the plain query does, from an index
+        # built here (in memory when the file cannot be written).
         locate.log("%s: cannot take the build lock %s; building index %s in this process"
                    % (label, lock_file, path))
         return open_index(dict(req, quiet=True))[0]

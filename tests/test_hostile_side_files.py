@@ -160,7 +160,7 @@ def test_the_lock_says_when_it_cannot_be_taken(tmp_path):
     assert background.lock(str(blocker / "i.skr.building")) == background.CANNOT
     planted = tmp_path / "i.skr.building"
     os.symlink(tmp_path / "elsewhere", planted)  # not a lock this user made
-    assert background.lock(str(planted)) == background.CANNOT
+    assert background.lock(str(planted)) == background.FOREIGN
     assert os.path.islink(planted)
 
 
