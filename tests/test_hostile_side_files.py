@@ -133,6 +133,26 @@ def test_a_stamp_or_memo_planted_by_another_user_is_not_trusted(cli, cli_env, ro
         os.close(fd)
 
 
+@as_root
+def test_a_foreign_lock_and_stamp_in_the_users_own_folder_stop_no_check(cli, cli_env, root, tmp_path):
+    """Found by the side-file campaign: a lock holding pid 1 and a stamp
+    dated ahead, both someone else's, beside an index in the user's own
+    folder, stopped its freshness checks for good."""
+    index = tmp_path / "i.skr"
+    assert_clean(cli("build", "--root", root, "--index", index))
+    lock, stamp = str(index) + ".building", locate.stamp_path(str(index))
+    with open(lock, "w") as f:
+        f.write("1\n")
+    ahead = 2 ** 31 - 1
+    os.utime(stamp, (ahead, ahead))
+    for p in (lock, stamp):
+        os.chown(p, OTHER_UID, OTHER_UID)
+    make_skill(root, "new/ocr", {"name": "ocr", "description": "Optical character recognition of receipts"})
+    assert_clean(cli("--root", root, "--index", index, "pdf", env={"SKILL_RETRIEVAL_REVALIDATE": "0"}))
+    assert wait_for(lambda: [l for l in log_lines(cli_env) if "rebuilt" in l and "in background" in l])
+    assert open(lock).read() == "1\n" and os.stat(stamp).st_uid == OTHER_UID  # left as they are
+
+
 # -- a cache that cannot be written: the hook never waits on a lock ---------------
 
 
