@@ -314,6 +314,9 @@ def write_target(path):
     if not stat.S_ISREG(st.st_mode):
         raise UnsafeTarget("--index %s is a %s, not a regular file; refusing to write there"
                            % (path, _kind(st.st_mode)))
+    if st.st_uid != os.getuid() and _others_write(path, st.st_uid):
+        raise UnsafeTarget("--index %s belongs to another user (uid %d) in a folder others can write; "
+                           "not trusted, not replaced (choose another path)" % (path, st.st_uid))
     if is_index_file(path) or _in_cache_slot(path):
         return path
     raise UnsafeTarget("--index %s exists and is not a skill-retrieval index; refusing to "
@@ -355,10 +358,14 @@ def is_index_file(path):
         posix.close(fd)
 
 
-def _open_regular(path):
+def _open_regular(path, trusted_only=False):
     """A read-only fd for ``path`` if it is a regular file; raises
     IndexError_ otherwise.  O_NONBLOCK so that a FIFO never blocks the
-    open (it is then rejected by the fstat)."""
+    open (it is then rejected by the fstat).  With ``trusted_only``, an
+    index another user owns in a folder others can write (planted in
+    /tmp before the user's first build: its header would choose the roots
+    and its records the text injected) is refused too; one in a folder
+    only its owner can write (an index a team installs) is read."""
     import posix
     try:
         fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK)
@@ -367,14 +374,29 @@ def _open_regular(path):
     except OSError as exc:
         raise IndexError_("unreadable (%s)" % (exc.strerror or exc))
     try:
-        mode = posix.fstat(fd).st_mode
+        st = posix.fstat(fd)
     except OSError as exc:
         posix.close(fd)
         raise IndexError_("unreadable (%s)" % (exc.strerror or exc))
-    if (mode & 0o170000) != 0o100000:
+    if (st.st_mode & 0o170000) != 0o100000:
         posix.close(fd)
         raise IndexError_("not a regular file")
+    if trusted_only and st.st_uid != posix.getuid() and _others_write(path, st.st_uid):
+        posix.close(fd)
+        raise IndexError_("owned by another user (uid %d) in a folder others can write: not trusted" % st.st_uid)
     return fd
+
+
+def _others_write(path, owner):
+    # True when the folder of ``path`` can be written by someone besides
+    # this user, root and ``owner`` (the file's): its group or others, or
+    # a fourth user owning it.
+    import posix
+    try:
+        st = posix.stat(path.rpartition("/")[0] or ".")
+    except OSError:
+        return True
+    return bool(st.st_mode & 0o022) or st.st_uid not in (posix.getuid(), 0, owner)
 
 
 def _align(n):
@@ -393,7 +415,7 @@ def _read_header(path, trust):
     # ``(header, file, trusted)``.  trusted: ``trust`` was asked and the
     # file was verified whole since its last change (see ``verify``), so
     # no checksum need be computed: zlib is not even imported.
-    fd = _open_regular(path)
+    fd = _open_regular(path, trusted_only=True)
     f = open(fd, "rb")
     try:
         trusted = trust and _verified(path, fd)

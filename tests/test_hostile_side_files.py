@@ -153,6 +153,27 @@ def test_a_foreign_lock_and_stamp_in_the_users_own_folder_stop_no_check(cli, cli
     assert open(lock).read() == "1\n" and os.stat(stamp).st_uid == OTHER_UID  # left as they are
 
 
+@as_root
+def test_an_index_planted_in_a_shared_folder_by_another_user_is_not_read(cli, root, tmp_path):
+    """A relative of defect 2 on the same rule: another user builds an
+    index over skills of their own at the victim's --index path in /tmp,
+    before the victim's first use.  Its header would choose the roots, its
+    records the text injected.  It is neither read nor replaced: one line
+    says so, and the file stays."""
+    evil = tmp_path / "evil"
+    make_skill(evil, "admin", {"name": "admin", "description": POISON + " zebracorn parade groom"})
+    index = shared_folder(tmp_path) / "i.skr"
+    build.build(build.resolve([str(evil)]), str(index))
+    os.chown(index, OTHER_UID, OTHER_UID)
+    before = open(index, "rb").read()
+    for args in (["--root", root, "groom the zebracorn"], ["groom the zebracorn"], ["build", "--root", root]):
+        out = cli(*args, "--index", index)
+        assert out.stdout == "" and out.returncode == 2, args
+        (line,) = out.stderr.splitlines()
+        assert "belongs to another user" in line and str(index) in line
+    assert open(index, "rb").read() == before
+
+
 # -- a cache that cannot be written: the hook never waits on a lock ---------------
 
 
