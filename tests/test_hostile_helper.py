@@ -207,3 +207,12 @@ def test_junk_on_the_question_fifo_costs_no_other_client_its_question():
         os.close(r)
         os.close(w)
     assert got == [(client.ASK, qid, ("/i.skr", "some text")), (client.CANDS, qid, [1, 2, 3])] * 3
+
+
+def test_doctor_says_why_the_helper_cannot_start(tmp_path, tree):
+    env = _helper_env(tmp_path)
+    home, _ = _home_with_files(env, 0o755)
+    env["SKILL_RETRIEVAL_SEMANTIC_SOCKET"] = home + "/notes.txt"
+    doc = run_cli(["doctor"], env)
+    (line,) = [l for l in doc.stdout.splitlines() if "helper" in l and "not running" in l]
+    assert "not listening in %s" % home in line

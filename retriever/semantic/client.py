@@ -78,11 +78,11 @@ def private_folder(path):
         and not st.st_mode & 0o077
 
 
-_S_IFSOCK, _S_IFIFO = 0o140000, 0o010000
+S_IFSOCK, S_IFIFO = 0o140000, 0o010000  # stat.S_IFSOCK, S_IFIFO, without importing stat
 
 
 def is_own(path, kind):
-    """True when ``path`` is a ``kind`` (_S_IFSOCK, _S_IFIFO) of this
+    """True when ``path`` is a ``kind`` (S_IFSOCK, S_IFIFO) of this
     user, not followed through a link: the only things the helper and
     its clients ever remove."""
     try:
@@ -114,9 +114,9 @@ def place_problem(sock_path):
         st = posix.lstat(sock_path)
     except OSError:
         return None
-    if not is_own(sock_path, _S_IFSOCK):
+    if not is_own(sock_path, S_IFSOCK):
         return "%s is %s, not the helper's socket; left as it is" % (
-            sock_path, "a socket of another user" if st.st_mode & 0o170000 == _S_IFSOCK else "another file")
+            sock_path, "a socket of another user" if st.st_mode & 0o170000 == S_IFSOCK else "another file")
     return None
 
 

@@ -226,7 +226,7 @@ class Early:
 
     def _drop(self, qid):
         del self.items[qid]
-        client.remove_own(client.reply_path(self.folder, qid), client._S_IFIFO)
+        client.remove_own(client.reply_path(self.folder, qid), client.S_IFIFO)
 
 
 def send_reply(folder, qid, data):
@@ -238,7 +238,7 @@ def send_reply(folder, qid, data):
     try:
         fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        client.remove_own(path, client._S_IFIFO)
+        client.remove_own(path, client.S_IFIFO)
         return
     try:
         st = os.fstat(fd)
@@ -248,7 +248,7 @@ def send_reply(folder, qid, data):
         pass
     finally:
         os.close(fd)
-        client.remove_own(path, client._S_IFIFO)
+        client.remove_own(path, client.S_IFIFO)
 
 
 def answer(first, candidates):
@@ -317,7 +317,10 @@ class Questions:
             # each of its messages whole), so junk another writer put in
             # costs no other client its question.
             nxt = buf.find(client.MAGIC, 1)
-            skip = 8 + n if whole and not 0 < nxt < 8 + n else len(buf) if nxt < 0 else nxt
+            if whole and not 0 < nxt < 8 + n:
+                skip = 8 + n  # a whole frame that is no message: only it
+            else:
+                skip = nxt if nxt > 0 else len(buf)
             self.log("dropped %d bytes from the question FIFO: not a question or candidates" % skip)
             buf = buf[skip:]
         return out
@@ -447,11 +450,11 @@ def clear_stale(sock_path):
     this user, by the names the helper gives them; called holding the
     lock, before listening, so none is in use."""
     folder = sock_path.rsplit("/", 1)[0]
-    client.remove_own(sock_path, client._S_IFSOCK)
-    client.remove_own(client.fifo_path(sock_path), client._S_IFIFO)
+    client.remove_own(sock_path, client.S_IFSOCK)
+    client.remove_own(client.fifo_path(sock_path), client.S_IFIFO)
     for name in os.listdir(folder):
         if name.startswith(client.REPLY_PREFIX) and client.valid_id(name[len(client.REPLY_PREFIX):]):
-            client.remove_own(folder + "/" + name, client._S_IFIFO)
+            client.remove_own(folder + "/" + name, client.S_IFIFO)
 
 
 SWEEP_SECONDS = 5.0  # how often reply FIFOs of dead clients are looked for
@@ -469,7 +472,7 @@ def sweep_replies(folder, pending):
         try:
             os.kill(int(qid.partition("-")[0]), 0)
         except ProcessLookupError:
-            client.remove_own(folder + "/" + name, client._S_IFIFO)
+            client.remove_own(folder + "/" + name, client.S_IFIFO)
         except OSError:
             pass
 
