@@ -773,6 +773,11 @@ def fuzz_helper(n, seed, work):
     for name, text in precious.items():
         with open(os.path.join(folder, name), "w") as f:
             f.write(text)
+    # No query starts a helper of its own (a start "was just attempted"):
+    # the campaign starts each one itself.
+    spawned = folder + "/semantic.spawned"
+    open(spawned, "w").close()
+    os.utime(spawned, (time.time() + 1e6, time.time() + 1e6))
     env = dict(os.environ, SKILL_RETRIEVAL_SEMANTIC="on", XDG_RUNTIME_DIR=run,
                SKILL_RETRIEVAL_SEMANTIC_TIMEOUT="20000", SKILL_RETRIEVAL_SEMANTIC_IDLE="300")
     sock = folder + "/semantic.sock"
@@ -795,6 +800,7 @@ def fuzz_helper(n, seed, work):
 
     try:
         helper = start()
+        _wait_until(lambda: os.path.exists(sock), 60)
         if not _wait_until(lambda: _tiers(env, index) == ["bm25", "semantic"], 180):
             counts["crashes"] += 1
             notes.append("the helper never answered fused")
