@@ -195,6 +195,22 @@ def test_a_hook_on_an_unusable_cache_answers_from_an_index_built_in_memory(cli, 
     assert blocker.read_text() == "x"
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_hook_on_a_read_only_cache_answers_from_an_index_built_in_memory(cli, cli_env, root):
+    """Issue 31, defect 7, the other reproduction: a read-only cache."""
+    cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    os.makedirs(cache)
+    os.chmod(cache, 0o500)
+    try:
+        proc = cli("hook", "codex", "--root", root, input=json.dumps(payload("codex", "groom the zebracorn")),
+                   env={"SKILL_RETRIEVAL_HOOK_WAIT": "0.5"})
+        assert (proc.returncode, proc.stderr) == (0, "")
+        assert "**zebra**" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert os.listdir(cache) == []
+    finally:
+        os.chmod(cache, 0o700)
+
+
 def test_the_lock_says_when_it_cannot_be_taken(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
