@@ -9,7 +9,8 @@
   --status`` answers meanwhile.
 
 Skipped when the ``semantic`` extra is not installed.  Every helper a test
-starts is stopped, then killed if it does not stop.
+starts is stopped, then killed if it does not stop; the ``helpers``
+fixture removes every runtime folder ``_helper_env`` made.
 """
 
 import os
@@ -62,7 +63,7 @@ def _home_with_files(env, mode):
 
 
 @pytest.mark.parametrize("mode", [0o755, 0o700])
-def test_a_socket_setting_naming_a_file_deletes_nothing(tmp_path, tree, mode):
+def test_a_socket_setting_naming_a_file_deletes_nothing(tmp_path, tree, mode, helpers):
     """Issue 31, defect 1: with SKILL_RETRIEVAL_SEMANTIC_SOCKET=$HOME/notes.txt
     one query deleted notes.txt, r.sh and r.todo.  The helper refuses to
     listen there, with one log line, and removes nothing: a home folder of
@@ -86,7 +87,7 @@ def test_a_socket_setting_naming_a_file_deletes_nothing(tmp_path, tree, mode):
         _stop(env, home)
 
 
-def test_a_plausible_socket_in_the_home_folder_removes_only_the_helpers_own(tmp_path, tree):
+def test_a_plausible_socket_in_the_home_folder_removes_only_the_helpers_own(tmp_path, tree, helpers):
     """``~/semantic.sock`` in a private home: the helper listens there, and
     of the ``r.*`` names beside it removes only reply FIFOs of this user
     (a dead helper's), never the user's files."""
@@ -106,7 +107,7 @@ def test_a_plausible_socket_in_the_home_folder_removes_only_the_helpers_own(tmp_
         _stop(env, home)
 
 
-def test_a_relative_socket_setting_is_refused_with_one_line(tmp_path, tree):
+def test_a_relative_socket_setting_is_refused_with_one_line(tmp_path, tree, helpers):
     env = _helper_env(tmp_path)
     env["SKILL_RETRIEVAL_SEMANTIC_SOCKET"] = "semantic.sock"
     cwd = tmp_path / "cwd"
@@ -209,7 +210,7 @@ def test_junk_on_the_question_fifo_costs_no_other_client_its_question():
     assert got == [(client.ASK, qid, ("/i.skr", "some text")), (client.CANDS, qid, [1, 2, 3])] * 3
 
 
-def test_doctor_says_why_the_helper_cannot_start(tmp_path, tree):
+def test_doctor_says_why_the_helper_cannot_start(tmp_path, tree, helpers):
     env = _helper_env(tmp_path)
     home, _ = _home_with_files(env, 0o755)
     env["SKILL_RETRIEVAL_SEMANTIC_SOCKET"] = home + "/notes.txt"
