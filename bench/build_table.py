@@ -129,13 +129,14 @@ def size_rows(size, roots, cache, env, runs):
     folder = os.path.join(cache, "build-table")
     os.makedirs(folder, exist_ok=True)
     index = os.path.join(folder, "%d.skr" % size)
+    from retriever import reuse  # where the store lives (locate.side_path)
     argv = build_argv(roots, index)
     n_cold = runs if size < 100000 else 1
     n_inc = runs
     log("  %d: %d files read once (page cache warm)" % (size, warm(roots)))
     cold = []
     for i in range(n_cold):
-        for p in (index, index + ".reuse"):
+        for p in (index, reuse.path_for(index)):
             if os.path.exists(p):
                 os.unlink(p)
         wall, rss, out, cpu = timed(argv, env)
@@ -168,7 +169,7 @@ def size_rows(size, roots, cache, env, runs):
     f.close()
     return {"size": size, "n_docs": header["n_docs"], "n_terms": header["n_terms"],
             "n_postings": header["n_postings"], "index_mb": header["size"] / 1e6,
-            "reuse_mb": os.path.getsize(index + ".reuse") / 1e6,
+            "reuse_mb": os.path.getsize(reuse.path_for(index)) / 1e6,
             "cold": cold, "one_edit": one, "ten_added": ten, "index": index, "roots": roots}
 
 

@@ -20,10 +20,15 @@ from retriever import locate, settings
 def revalidate_detached(path):
     """Fork a detached child that rebuilds the index at ``path`` if its
     skills changed or it is damaged, unless another builder of it holds
-    its lock.  The stamp records the check at once."""
+    its lock.  The stamp records the check at once.  A file not ours
+    holding the lock's name is ignored: it stops no check (the check
+    runs without the lock)."""
     touch_stamp(path)
-    lock_file = path + ".building"
-    if lock(lock_file):
+    lock_file = lock_path(path)
+    holder = lock(lock_file)
+    if holder == FOREIGN:
+        lock_file = None
+    elif holder:
         return  # a revalidator or a hook's build of this index is under way
 
     def body():
@@ -31,10 +36,13 @@ def revalidate_detached(path):
             locate.enable_site()
             background_revalidate(path)
         finally:
-            unlink(lock_file)
+            if lock_file:
+                unlink(lock_file)
         return True
 
     pid = detach(body)
+    if lock_file is None:
+        return
     if pid:
         write_pid(lock_file, pid)
     else:
@@ -107,23 +115,39 @@ def detach(body):
 # A lock older than this is taken over even if its holder lives: a build
 # that overruns (far above a 100,000-skill build) must not block the next.
 LOCK_STALE_AFTER = 600.0
+BEING_TAKEN = -1  # lock(): another process created it and is writing its pid this instant
+CANNOT = -2  # lock(): it cannot be taken here (the folder cannot be written)
+FOREIGN = -3  # lock(): a file this user did not make holds its name (never read, never removed)
+
+
+def lock_path(index_path):
+    """The build lock of the index at ``index_path`` (``locate.side_path``:
+    never in a folder where someone else could plant one)."""
+    return locate.side_path(index_path, ".building")
 
 
 def lock(path):
     """Take the lock file at ``path``: 0 when taken, else the pid of the
-    live process holding it, or -1 when it cannot be taken (its pid is
-    being written this instant, or the folder cannot be written: nothing
-    could be built there anyway).  The folder is created first, so the
-    first two prompts of a new cache do not both build.  A lock whose
-    holder is gone, or older than LOCK_STALE_AFTER, is taken over."""
+    live process holding it, BEING_TAKEN (its pid is being written this
+    instant), CANNOT (the folder cannot be written: nothing could be
+    built there anyway) or FOREIGN (the name is held by a file this user
+    did not make).  The folder is created first, so the first two prompts of a
+    new cache do not both build.  A lock whose holder is gone, or older
+    than LOCK_STALE_AFTER, is taken over; so is one holding the pid of
+    another user's process (ours died, and its pid was reused)."""
     try:
         _makedirs(path.rsplit("/", 1)[0])
     except OSError:
-        return -1
+        return CANNOT
     for _ in range(3):
         try:
             fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW, 0o600)
         except FileExistsError:
+            try:
+                if not locate.own_file(posix.lstat(path)):
+                    return FOREIGN  # planted, or a link: never read, never removed
+            except OSError:
+                continue  # gone meanwhile
             pid = read_pid(path)
             held = age(path)
             if held > LOCK_STALE_AFTER:
@@ -136,19 +160,19 @@ def lock(path):
                 except ProcessLookupError:
                     pass
                 except PermissionError:
-                    return pid
+                    pass  # another user's process: not the build that wrote this lock
             elif held < 5.0:
-                return -1
+                return BEING_TAKEN
             unlink(path)
             continue
         except OSError:
-            return -1
+            return CANNOT
         try:
             posix.write(fd, b"%d\n" % posix.getpid())
         finally:
             posix.close(fd)
         return 0
-    return -1
+    return BEING_TAKEN
 
 
 def _makedirs(folder):
@@ -212,11 +236,17 @@ def unlink(path):
 def touch_stamp(index_path):
     """Record a freshness check now."""
     p = locate.stamp_path(index_path)
+    flags = posix.O_WRONLY | posix.O_CREAT | posix.O_NONBLOCK | posix.O_NOFOLLOW
     try:
         # Never follow a link or block on a FIFO someone put at this name.
-        fd = posix.open(p, posix.O_WRONLY | posix.O_CREAT | posix.O_NONBLOCK | posix.O_NOFOLLOW, 0o600)
         try:
-            posix.utime(fd)
+            fd = posix.open(p, flags, 0o600)
+        except FileNotFoundError:  # a side folder not made yet (locate.side_path)
+            _makedirs(p.rsplit("/", 1)[0])
+            fd = posix.open(p, flags, 0o600)
+        try:
+            if locate.own_file(posix.fstat(fd)):
+                posix.utime(fd)
         finally:
             posix.close(fd)
     except OSError:

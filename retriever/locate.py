@@ -133,7 +133,76 @@ def fnv64(s):
 
 def stamp_path(index_path):
     """The file whose mtime records the last freshness check of an index."""
-    return index_path + ".checked"
+    return side_path(index_path, ".checked")
+
+
+# ------------------------------------------------ files the product made
+#
+# The product removes or trusts only what it made, in places only the user
+# controls (docs/hostile-input.md): the side files of an index (its reuse
+# store, build lock, freshness stamp, verified memo, vectors, temp files)
+# and the warm helper's socket and FIFOs.  Before one is read or removed:
+# the right file type, owned by the user, not writable by others, in a
+# folder the user owns that others cannot write.
+
+
+def private_dir(folder):
+    """True when ``folder`` is a folder of this user that neither its
+    group nor others can write (following links: ``~/.cache`` may be one)."""
+    try:
+        st = posix.stat(folder or "/")
+    except OSError:
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == posix.getuid() and not st.st_mode & 0o022
+
+
+def side_path(index_path, suffix):
+    """Where the side file ``suffix`` (".reuse", ".building", ...) of the
+    index at ``index_path`` lives: beside it when its folder is private
+    (``private_dir``), else in the cache's ``side`` folder under a name
+    keyed by the index path.  An index in a shared folder such as /tmp
+    then keeps its side files where nobody else can plant or hold one."""
+    folder, _, name = index_path.rpartition("/")
+    if private_dir(folder) or not _exists(folder or "/"):
+        # A folder not made yet is made private, by the write of the index.
+        return index_path + suffix
+    return "%s/side/%s-%s%s" % (cache_dir(), _fnv64(index_path), name[:64], suffix)
+
+
+def _exists(path):
+    try:
+        posix.stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # there, or unusable: not a folder we will make
+
+
+def own_file(st):
+    """True when the ``stat`` result ``st`` is a regular file of this user
+    that neither its group nor others can write."""
+    return (st.st_mode & 0o170000) == 0o100000 and st.st_uid == posix.getuid() and not st.st_mode & 0o022
+
+
+def open_own(path):
+    """A read-only fd for the side file ``path`` when it is ``own_file``
+    in a ``private_dir``, else -1 (missing, planted or foreign: ignored).
+    Never follows a link or blocks on a FIFO; the checks are made on the
+    file opened, so a swap after them changes nothing."""
+    if not private_dir(path.rpartition("/")[0]):
+        return -1
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW | posix.O_CLOEXEC)
+    except OSError:
+        return -1
+    try:
+        if own_file(posix.fstat(fd)):
+            return fd
+    except OSError:
+        pass
+    posix.close(fd)
+    return -1
 
 
 def enable_site():

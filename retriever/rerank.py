@@ -209,8 +209,11 @@ def log_path(env=None):
     """The A/B log: ``SKILL_RETRIEVAL_RERANK_LOG`` or
     ``$HERMES_HOME/data/jev-trial/rerank_ab_log.jsonl``."""
     p = _get(env, "SKILL_RETRIEVAL_RERANK_LOG").strip()
-    if p:
+    if p.startswith(("/", "~")):
         return locate.abspath(p)
+    if p:  # relative: it would depend on the folder a hook runs in
+        _warn("rerank: ignoring SKILL_RETRIEVAL_RERANK_LOG=%r (expected an absolute path); "
+              "using the default" % p[:40], ())
     home = _get(env, "HERMES_HOME").strip() if env is not None else ""
     home = locate.abspath(home) if home else locate.hermes_home()
     return home + "/data/jev-trial/rerank_ab_log.jsonl"
@@ -594,6 +597,24 @@ def _warn(msg, secrets):
     locate.log(line if line.startswith("rerank") else "rerank: " + line)
 
 
+def _not_a_log(path):
+    """Why ``path`` is not an A/B log this product may rotate and append
+    to, or None (nothing there yet, or the user's own file of JSON lines):
+    a setting pointing at someone's notes must change nothing."""
+    import os
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not os.path.isfile(path) or os.stat(path).st_uid != os.getuid():
+        return "it is not a regular file of this user"
+    if st.st_size:
+        with open(path, "rb") as f:
+            if f.read(1) != b"{":
+                return "it holds something else than JSON lines"
+    return None
+
+
 def append_log(path, record, secrets=()):
     """Append ``record`` as one JSON line to the A/B log at ``path``.
 
@@ -608,6 +629,10 @@ def append_log(path, record, secrets=()):
         folder = os.path.dirname(path)
         if folder:
             os.makedirs(folder, mode=0o700, exist_ok=True)
+        problem = _not_a_log(path)
+        if problem:
+            _warn("rerank: not writing the A/B log %s: %s (SKILL_RETRIEVAL_RERANK_LOG)" % (path, problem), secrets)
+            return
         try:
             if os.stat(path).st_size + len(line) > LOG_MAX_BYTES:
                 os.replace(path, path + ".1")

@@ -49,8 +49,10 @@ _SOURCES = ("analyze.py", "build.py", "discover.py", "fields.py", "frontmatter.p
 
 
 def path_for(index_path):
-    """Where the reuse store of ``index_path`` lives."""
-    return index_path + ".reuse"
+    """Where the reuse store of ``index_path`` lives (``locate.side_path``:
+    beside it, unless its folder is shared)."""
+    from retriever import locate
+    return locate.side_path(index_path, ".reuse")
 
 
 def key(profile):
@@ -73,9 +75,15 @@ def load(path, want_key):
     ``([], {}, None)`` when the file is missing, damaged or made under
     another key.  The layout's arrays come as bytes or, the large ones,
     as views of the file's bytes (for ``array.frombytes``)."""
+    from retriever import locate
     empty = [], {}, None
+    # Only a store this user made: anyone with this code can make a valid
+    # checksum, so a planted one would put its text in the user's index.
+    fd = locate.open_own(path)
+    if fd < 0:
+        return empty
     try:
-        with open(path, "rb") as f:
+        with open(fd, "rb") as f:
             pre = f.read(32)
             if len(pre) < 32 or pre[:8] != MAGIC:
                 return empty
@@ -138,7 +146,9 @@ def save(path, store_key, vocab, entries, layout=None):
         # and that means a full build.
         store.write_atomically(path, [MAGIC, _crc(chunks)] + chunks, durable=False)
         return True
-    except OSError:
+    except OSError as exc:
+        from retriever import locate
+        locate.log("reuse store %s not saved (%s); the next build reads every file" % (path, exc))
         return False
 
 

@@ -217,9 +217,17 @@ def open_detached(req):
     from retriever import background as bg
     label = req.get("label") or "query"
     path = req["_path"]
-    lock_file = path + ".building"
+    lock_file = bg.lock_path(path)
     holder = bg.lock(lock_file)
     deadline = time.monotonic() + req["wait"]
+    if holder in (bg.CANNOT, bg.FOREIGN):
+        # No build of ours can be under way where no lock can be taken (a
+        # read-only or unusable cache, a name held by a file not ours):
+        # never wait on it; answer as the plain query does, from an index
+        # built here (in memory when the file cannot be written).
+        locate.log("%s: cannot take the build lock %s; building index %s in this process"
+                   % (label, lock_file, path))
+        return open_index(dict(req, quiet=True))[0]
     if holder:  # another prompt's build is under way: wait for it instead
         while time.monotonic() < deadline:
             idx = ready(req)
@@ -352,7 +360,9 @@ def maybe_revalidate(path):
         return
     import time
     try:
-        age = time.time() - posix.stat(locate.stamp_path(path)).st_mtime
+        st = posix.stat(locate.stamp_path(path))
+        # A stamp this user did not make (planted, dated ahead) says nothing.
+        age = time.time() - st.st_mtime if st.st_uid == posix.getuid() else float("inf")
     except OSError:
         age = float("inf")
     if age < interval:

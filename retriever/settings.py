@@ -21,7 +21,8 @@ _ON = ("on", "true", "yes", "1")
 # name: (kind, default, low, high, default as shown, help)
 #   kind int/float: a number in [low, high];
 #   seconds_or_off: a float >= 0 or an "off" word (None); flag: on/off words;
-#   choice: "" or one of ``low``; text: any string (paths, names, URLs).
+#   choice: "" or one of ``low``; text: any string (names, URLs); path: an
+#   absolute path (a relative one would depend on the folder a hook runs in).
 TABLE = {
     "SKILL_RETRIEVAL_TOP_K": (
         "int", 6, 1, K_MAX, "6",
@@ -57,7 +58,7 @@ TABLE = {
         "float", 30.0, 1.0, 60000.0, "30",
         "milliseconds a query waits for the warm helper before answering BM25 only"),
     "SKILL_RETRIEVAL_SEMANTIC_SOCKET": (
-        "text", "", None, None, "$XDG_RUNTIME_DIR/skill-retrieval/semantic.sock",
+        "path", "", None, None, "$XDG_RUNTIME_DIR/skill-retrieval/semantic.sock",
         "the warm helper's Unix socket; its question FIFO `semantic.ask` and the reply FIFOs sit in the same folder (default: the runtime folder, else the cache folder)"),
     "SKILL_RETRIEVAL_RERANK": (
         "choice", "", ("jev",), None, "off",
@@ -125,6 +126,8 @@ def parse(name, raw):
         if raw.lower() in low:
             return raw.lower()
         raise ValueError("expected %s, or nothing to leave it off" % " or ".join(low))
+    if kind == "path" and not raw.startswith("/"):
+        raise ValueError("expected an absolute path")
     return raw
 
 

@@ -201,15 +201,8 @@ def write_atomically(target, chunks, durable=True):
     import os
     folder = os.path.dirname(target)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    tmp = "%s.tmp.%d" % (target, os.getpid())
-    # O_EXCL | O_NOFOLLOW: the temp name is predictable, so never write
-    # through whatever already sits there (a symlink, a FIFO).
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(tmp, flags, 0o644)
-    except FileExistsError:
-        os.unlink(tmp)  # left by a crashed build that had our pid
-        fd = os.open(tmp, flags, 0o644)
+    remove_dead_temps(target)
+    fd, tmp = _new_temp(target)
     try:
         with open(fd, "wb") as f:
             for c in chunks:
@@ -217,13 +210,83 @@ def write_atomically(target, chunks, durable=True):
             f.flush()
             if durable:
                 os.fsync(f.fileno())
-        os.replace(tmp, target)
+            os.replace(tmp, target)  # still locked: never taken for a dead build's
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+
+
+_TEMP = ".tmp."  # <target>.tmp.<pid>.<random>: the temp files write_atomically makes
+
+
+def _new_temp(target):
+    """A new temp file beside ``target``: ``(fd, path)``.  Its name holds
+    the pid (for people) and a random part, so nobody can plant one in
+    advance; O_EXCL | O_NOFOLLOW, so nothing already there is written
+    through.  It is locked (``flock``) while it is written: a build killed
+    at any moment leaves one nobody holds, which ``remove_dead_temps``
+    removes, whoever's pid it carries."""
+    import fcntl
+    import os
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = "%s%s%d.%s" % (target, _TEMP, os.getpid(), os.urandom(4).hex())
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a cleaner's check holds it this instant, and removes it
+                os.close(fd)
+                continue
+            st = os.fstat(fd)
+            if st.st_nlink:  # else another build removed it before the lock: make another
+                if st.st_mode & 0o022:
+                    os.fchmod(fd, st.st_mode & 0o755)  # a umask of 0 must not make it writable by others
+                return fd, tmp
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def remove_dead_temps(target):
+    """Remove the temp files of builds of ``target`` that died (killed at
+    any moment): regular files of this user named ``<target>.tmp.<pid>...``
+    that no live writer holds locked.  Only where nobody else can swap a
+    name under us: a private folder, or a sticky one (/tmp)."""
+    import fcntl
+    import os
+    folder, name = os.path.split(target)
+    try:
+        st = os.stat(folder or ".")
+        if not (st.st_uid == os.getuid() and not st.st_mode & 0o022) and not st.st_mode & 0o1000:
+            return
+        names = [n for n in os.listdir(folder or ".") if n.startswith(name + _TEMP)]
+    except OSError:
+        return
+    for n in names:
+        pid, _, rest = n[len(name) + len(_TEMP):].partition(".")
+        if not pid.isdigit() or not all(c in "0123456789abcdef" for c in rest):
+            continue
+        path = os.path.join(folder, n)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != os.getuid():
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while its writer lives
+            if os.path.samestat(st, os.lstat(path)):
+                os.unlink(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def write_target(path):
@@ -251,6 +314,9 @@ def write_target(path):
     if not stat.S_ISREG(st.st_mode):
         raise UnsafeTarget("--index %s is a %s, not a regular file; refusing to write there"
                            % (path, _kind(st.st_mode)))
+    if st.st_uid != os.getuid() and _others_write(path, st.st_uid):
+        raise UnsafeTarget("--index %s belongs to another user (uid %d) in a folder others can write; "
+                           "not trusted, not replaced (choose another path)" % (path, st.st_uid))
     if is_index_file(path) or _in_cache_slot(path):
         return path
     raise UnsafeTarget("--index %s exists and is not a skill-retrieval index; refusing to "
@@ -292,10 +358,14 @@ def is_index_file(path):
         posix.close(fd)
 
 
-def _open_regular(path):
+def _open_regular(path, trusted_only=False):
     """A read-only fd for ``path`` if it is a regular file; raises
     IndexError_ otherwise.  O_NONBLOCK so that a FIFO never blocks the
-    open (it is then rejected by the fstat)."""
+    open (it is then rejected by the fstat).  With ``trusted_only``, an
+    index another user owns in a folder others can write (planted in
+    /tmp before the user's first build: its header would choose the roots
+    and its records the text injected) is refused too; one in a folder
+    only its owner can write (an index a team installs) is read."""
     import posix
     try:
         fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK)
@@ -304,14 +374,29 @@ def _open_regular(path):
     except OSError as exc:
         raise IndexError_("unreadable (%s)" % (exc.strerror or exc))
     try:
-        mode = posix.fstat(fd).st_mode
+        st = posix.fstat(fd)
     except OSError as exc:
         posix.close(fd)
         raise IndexError_("unreadable (%s)" % (exc.strerror or exc))
-    if (mode & 0o170000) != 0o100000:
+    if (st.st_mode & 0o170000) != 0o100000:
         posix.close(fd)
         raise IndexError_("not a regular file")
+    if trusted_only and st.st_uid != posix.getuid() and _others_write(path, st.st_uid):
+        posix.close(fd)
+        raise IndexError_("owned by another user (uid %d) in a folder others can write: not trusted" % st.st_uid)
     return fd
+
+
+def _others_write(path, owner):
+    # True when the folder of ``path`` can be written by someone besides
+    # this user, root and ``owner`` (the file's): its group or others, or
+    # a fourth user owning it.
+    import posix
+    try:
+        st = posix.stat(path.rpartition("/")[0] or ".")
+    except OSError:
+        return True
+    return bool(st.st_mode & 0o022) or st.st_uid not in (posix.getuid(), 0, owner)
 
 
 def _align(n):
@@ -330,7 +415,7 @@ def _read_header(path, trust):
     # ``(header, file, trusted)``.  trusted: ``trust`` was asked and the
     # file was verified whole since its last change (see ``verify``), so
     # no checksum need be computed: zlib is not even imported.
-    fd = _open_regular(path)
+    fd = _open_regular(path, trusted_only=True)
     f = open(fd, "rb")
     try:
         trusted = trust and _verified(path, fd)
@@ -592,8 +677,10 @@ _CHUNK = 1 << 22  # verify hashes a large section 4 MiB at a time
 
 
 def memo_path(path):
-    """The file recording that the index at ``path`` was verified whole."""
-    return path + ".verified"
+    """The file recording that the index at ``path`` was verified whole
+    (``locate.side_path``: never one someone else could plant)."""
+    from retriever import locate
+    return locate.side_path(path, ".verified")
 
 
 def _identity(st):
@@ -605,9 +692,9 @@ def _identity(st):
 def _verified(path, fd):
     # True when the memo beside ``path`` names the file open as ``fd``.
     import posix
-    try:
-        mfd = posix.open(memo_path(path), posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)
-    except OSError:
+    from retriever import locate
+    mfd = locate.open_own(memo_path(path))  # a memo the user did not make is no memo
+    if mfd < 0:
         return False
     try:
         return posix.read(mfd, 256) == _identity(posix.fstat(fd))

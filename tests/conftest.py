@@ -76,8 +76,11 @@ def state_home(tmp_path):
 @pytest.fixture(autouse=True)
 def _own_state_home(tmp_path, monkeypatch):
     # In-process installers (Hermes' tests) back up into the test's folder,
-    # never into the developer's ~/.local/state.
+    # never into the developer's ~/.local/state; in-process builds and
+    # queries keep their cache (and the side files of an index in a shared
+    # folder, locate.side_path) in it too, as the executable's do (base_env).
     monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path)))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
 
 
 def backups_of(path):

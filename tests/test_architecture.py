@@ -469,6 +469,8 @@ def test_docs_settings_table_comes_from_the_table():
     ("SKILL_RETRIEVAL_COMPACT", "maybe", True, True),
     ("SKILL_RETRIEVAL_RERANK", "JEV", "jev", False),
     ("SKILL_RETRIEVAL_RERANK", "yes", "", True),
+    ("SKILL_RETRIEVAL_SEMANTIC_SOCKET", "/run/s.sock", "/run/s.sock", False),
+    ("SKILL_RETRIEVAL_SEMANTIC_SOCKET", "run/s.sock", "", True),  # relative: refused
 ])
 def test_one_reader_for_every_setting(name, raw, value, warns):
     said = []

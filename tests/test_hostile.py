@@ -102,20 +102,18 @@ def test_a_device_or_folder_as_index_is_refused(cli, root, tmp_path):
 
 
 def test_a_stale_temp_name_is_never_written_through(cli, root, tmp_path):
-    """The temp file's name is predictable: a symlink planted there must
-    not redirect the write."""
+    """A symlink planted at a temp file's name (the old names were the
+    pid alone) must not redirect the write, and is not ours to remove."""
     index = tmp_path / "i.skr"
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
     assert_clean(cli("build", "--root", root, "--index", index))
-    # The pid is unknown in advance: plant links for a range of pids is not
-    # cheap, so exercise store.write directly with our own pid's name.
     tmp = "%s.tmp.%d" % (index, os.getpid())
     os.symlink(victim, tmp)
     from retriever import build
     build.build(build.resolve([str(root)]), str(index))
     assert victim.read_text() == "precious\n"
-    assert not os.path.lexists(tmp)
+    assert os.path.islink(tmp)
 
 
 # -- 2. frontmatter bombs are reported and skipped ------------------------------
@@ -474,10 +472,33 @@ def test_install_refuses_a_read_only_settings_file(cli, tmp_path):
 
 # -- 9. small items ---------------------------------------------------------------
 
+def test_a_rerank_log_setting_naming_something_else_changes_nothing(tmp_path):
+    """Issue 31's rule for path settings: SKILL_RETRIEVAL_RERANK_LOG naming
+    the user's notes (past the rotation size, so they would have been
+    renamed to notes.txt.1), a link or a folder writes, renames and
+    removes nothing; a relative value is refused (the default is used)."""
+    from retriever import rerank
+    home = tmp_path / "home"
+    home.mkdir()
+    notes = home / "notes.txt"
+    notes.write_bytes(b"my notes\n" * (rerank.LOG_MAX_BYTES // 9 + 1))
+    link = home / "link.jsonl"
+    link.symlink_to(notes)
+    folder = home / "folder.jsonl"
+    folder.mkdir()
+    before = notes.read_bytes()
+    for p in (notes, link, folder):
+        rerank.append_log(str(p), {"q": "zebracorn"})
+    assert notes.read_bytes() == before and link.is_symlink() and not os.listdir(folder)
+    assert sorted(os.listdir(home)) == ["folder.jsonl", "link.jsonl", "notes.txt"]
+    assert rerank.log_path({"SKILL_RETRIEVAL_RERANK_LOG": "ab.jsonl", "HERMES_HOME": str(tmp_path)}) \
+        == str(tmp_path) + "/data/jev-trial/rerank_ab_log.jsonl"
+
+
 def test_the_rotated_rerank_log_stays_0600(tmp_path):
     from retriever import rerank
     log = tmp_path / "rerank.jsonl"
-    log.write_bytes(b"x" * rerank.LOG_MAX_BYTES)
+    log.write_bytes(b'{"q": "x"}\n' * (rerank.LOG_MAX_BYTES // 11 + 1))
     log.chmod(0o644)
     rerank.append_log(str(log), {"q": "zebracorn"})
     assert stat.S_IMODE(os.stat(str(log) + ".1").st_mode) == 0o600

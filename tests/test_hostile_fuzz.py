@@ -37,3 +37,46 @@ def test_fuzz_skills_and_index_mutations():
     failures = {k: v for part in (skills, index) for k, v in part.items()
                 if k in ("crashes", "hangs", "files damaged", "forged lines", "silent wrong answers") and v}
     assert failures == {}, (failures, results["notes"])
+
+
+# -- round two (issue 31): side files and the warm helper ------------------------
+
+ROUND_TWO_FAILURES = ("crashes", "hangs", "files damaged", "poisoned answers", "stuck freshness",
+                      "temps left behind", "status not answered", "answers lost", "helper died", "two helpers",
+                      "stray reply FIFOs")
+
+
+def _round_two(campaign, *args):
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "hostile_fuzz.py"), "--json", "--seed", "31",
+                           "--campaigns", campaign] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600, preexec_fn=_limit_memory)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
+    results = json.loads(proc.stdout)
+    sys.path.insert(0, HERE)
+    from hostile_fuzz import table
+    print("\n" + table(results) + "\n(seed 31, %ss)" % results["seconds"])
+    counts = results[campaign]
+    failures = {k: v for k, v in counts.items() if k in ROUND_TWO_FAILURES and v}
+    assert failures == {}, (failures, results["notes"])
+    return counts
+
+
+def test_fuzz_side_files():
+    """Planted, truncated and foreign-owned reuse stores, memos, locks,
+    stamps and temp files (in a shared sticky folder and the user's own),
+    and builds killed at random moments: no poisoned answer, no stopped
+    freshness check, no file removed that is not ours, no temp left."""
+    counts = _round_two("sidefiles", "--side-files", "40")
+    assert counts["trials"] >= 48
+
+
+def test_fuzz_the_helper():
+    """Slow, silent, huge and garbage clients, clients killed at random
+    moments, the helper killed mid-answer and two started at once:
+    ``serve --status`` and fused queries are answered throughout."""
+    import pytest
+    from retriever import semantic
+    if not semantic.installed():
+        pytest.skip("the semantic extra is not installed")
+    counts = _round_two("helper", "--helper", "10")
+    assert counts["trials"] >= 11

@@ -178,10 +178,15 @@ def state(index_paths=()):
     out = {"state": "off (SKILL_RETRIEVAL_SEMANTIC=off)" if turned_off() else
            "on" if installed() else "not installed (pip install 'skill-retrieval[semantic]')",
            "helper": "not running", "vectors": {}}
+    import os
     from retriever.semantic import client, helper
     st = helper.ping(timeout=1.0)
     if st:
         out["helper"] = "running (%s; socket %s)" % (", ".join(st[1:]), client.socket_path())
+    elif os.path.lexists(client.socket_path().rsplit("/", 1)[0]):  # (a missing folder is made at start)
+        problem = client.place_problem(client.socket_path())
+        if problem:
+            out["helper"] = "not running: %s" % problem  # and it cannot start there
     if out["state"] == "on":
         from retriever import store
         from retriever.semantic import vectors

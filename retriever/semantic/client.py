@@ -36,12 +36,13 @@ _SPAWN_EVERY = 10.0  # seconds between start attempts while none answers
 
 
 def runtime_dir():
-    """``$XDG_RUNTIME_DIR/skill-retrieval`` when that folder exists (a
-    per-user tmpfs, mode 0700), else the cache folder."""
+    """The helper's own folder, which it creates mode 0700:
+    ``$XDG_RUNTIME_DIR/skill-retrieval`` when that folder exists (a
+    per-user tmpfs), else ``helper`` in the cache folder."""
     rt = locate.env("XDG_RUNTIME_DIR")
     if rt and locate.isdir(rt):
         return rt.rstrip("/") + "/skill-retrieval"
-    return locate.cache_dir()
+    return locate.cache_dir() + "/helper"
 
 
 # A Unix socket's path holds at most 108 bytes (sun_path); past that the
@@ -66,14 +67,57 @@ def fifo_path(sock_path=None):
 
 def private_folder(path):
     """True when the folder of ``path`` is the user's own and closed to
-    others (checked before trusting a socket in it, and by the helper
-    before listening in it)."""
+    others, as the helper creates it (mode 0700; a home folder of mode
+    0755 is not): checked before trusting a socket or FIFO in it, and by
+    the helper before listening or removing anything in it."""
     try:
-        st = posix.lstat(path.rsplit("/", 1)[0])
+        st = posix.lstat(path.rsplit("/", 1)[0] or "/")
     except OSError:
         return False
     return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == posix.getuid() \
-        and not st.st_mode & 0o022
+        and not st.st_mode & 0o077
+
+
+S_IFSOCK, S_IFIFO = 0o140000, 0o010000  # stat.S_IFSOCK, S_IFIFO, without importing stat
+
+
+def is_own(path, kind):
+    """True when ``path`` is a ``kind`` (S_IFSOCK, S_IFIFO) of this
+    user, not followed through a link: the only things the helper and
+    its clients ever remove."""
+    try:
+        st = posix.lstat(path)
+    except OSError:
+        return False
+    return (st.st_mode & 0o170000) == kind and st.st_uid == posix.getuid()
+
+
+def remove_own(path, kind):
+    """Remove ``path`` when it is ``is_own(path, kind)``; anything else
+    there (a user's file, a link, someone else's) is left alone."""
+    if is_own(path, kind):
+        unlink(path)
+
+
+def place_problem(sock_path):
+    """Why the helper must not listen at ``sock_path`` (one line), or None:
+    a relative path, a folder that is not the user's own closed to others,
+    or a name already taken by something that is not a socket of the
+    user's (a file, a link, a folder): never removed to make room."""
+    if not sock_path.startswith("/"):
+        return "the socket path %r is relative; give an absolute path" % sock_path
+    folder = sock_path.rsplit("/", 1)[0] or "/"
+    if not private_folder(sock_path):
+        return ("not listening in %s: not a folder of this user closed to others (mode 0700); "
+                "set SKILL_RETRIEVAL_SEMANTIC_SOCKET to a path in such a folder" % folder)
+    try:
+        st = posix.lstat(sock_path)
+    except OSError:
+        return None
+    if not is_own(sock_path, S_IFSOCK):
+        return "%s is %s, not the helper's socket; left as it is" % (
+            sock_path, "a socket of another user" if st.st_mode & 0o170000 == S_IFSOCK else "another file")
+    return None
 
 
 def timeout_s():
@@ -93,20 +137,30 @@ def frame(payload):
     return MAGIC + len(payload).to_bytes(4, "little") + payload
 
 
-def read_frame(sock):
-    """Read one framed message from ``sock``; raises OSError on a short read."""
-    head = _read_n(sock, 8)
+def read_frame(sock, limit=1 << 24, deadline=None):
+    """Read one framed message from ``sock``; raises OSError on a short
+    read, a frame over ``limit`` bytes, or (``deadline``, a
+    ``time.monotonic()`` value) one not whole by then: a deadline for the
+    whole message, not for each read, so a client sending a byte now and
+    then cannot hold it."""
+    head = _read_n(sock, 8, deadline)
     if head[:4] != MAGIC:
         raise OSError("bad frame")
     n = int.from_bytes(head[4:8], "little")
-    if n > 1 << 24:
+    if n > limit:
         raise OSError("frame too large")
-    return _read_n(sock, n)
+    return _read_n(sock, n, deadline)
 
 
-def _read_n(sock, n):
+def _read_n(sock, n, deadline=None):
     buf = b""
     while len(buf) < n:
+        if deadline is not None:
+            import time
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise OSError("timed out")
+            sock.settimeout(left)
         chunk = sock.recv(n - len(buf))
         if not chunk:
             raise OSError("connection closed")
@@ -463,7 +517,7 @@ def start_detached(force=False):
         if not locate.isdir(d):
             import os
             os.makedirs(d, mode=0o700, exist_ok=True)
-        fd = posix.open(stamp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
+        fd = posix.open(stamp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_NOFOLLOW, 0o600)
         posix.close(fd)
         posix.utime(stamp)
     except OSError:

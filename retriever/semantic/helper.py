@@ -237,7 +237,7 @@ class Early:
 
     def _drop(self, qid):
         del self.items[qid]
-        client.unlink(client.reply_path(self.folder, qid))
+        client.remove_own(client.reply_path(self.folder, qid), client.S_IFIFO)
 
 
 def send_reply(folder, qid, data):
@@ -249,7 +249,7 @@ def send_reply(folder, qid, data):
     try:
         fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        client.unlink(path)
+        client.remove_own(path, client.S_IFIFO)
         return
     try:
         st = os.fstat(fd)
@@ -259,7 +259,7 @@ def send_reply(folder, qid, data):
         pass
     finally:
         os.close(fd)
-        client.unlink(path)
+        client.remove_own(path, client.S_IFIFO)
 
 
 def answer(first, candidates):
@@ -317,23 +317,39 @@ class Questions:
         out = []
         while buf:
             n = int.from_bytes(buf[4:8], "little")
-            if len(buf) < 8 + n or buf[:4] != client.MAGIC or n > client.PIPE_BUF:
-                self.log("dropped %d bytes from the question FIFO: not a whole question" % len(buf))
-                break
-            lines = buf[8:8 + n].decode("utf-8", "replace").split("\n")
-            buf = buf[8 + n:]
-            try:
-                if len(lines) < 3 or not client.valid_id(lines[1]):
-                    raise ValueError
-                if lines[0] == client.ASK and len(lines) >= 4:
-                    out.append((client.ASK, lines[1], (lines[2], "\n".join(lines[3:]))))
-                elif lines[0] == client.CANDS:
-                    out.append((client.CANDS, lines[1], client.parse_candidates(lines[2])))
-                else:
-                    raise ValueError
-            except ValueError:
-                self.log("dropped a message from the question FIFO: not a question or candidates")
+            whole = buf[:4] == client.MAGIC and n <= client.PIPE_BUF and len(buf) >= 8 + n
+            msg = _message(buf[8:8 + n]) if whole else None
+            if msg is not None:
+                out.append(msg)
+                buf = buf[8 + n:]
+                continue
+            # Junk, or a frame of junk that swallowed what follows it: go on
+            # from the next message that may be whole (every client writes
+            # each of its messages whole), so junk another writer put in
+            # costs no other client its question.
+            nxt = buf.find(client.MAGIC, 1)
+            if whole and not 0 < nxt < 8 + n:
+                skip = 8 + n  # a whole frame that is no message: only it
+            else:
+                skip = nxt if nxt > 0 else len(buf)
+            self.log("dropped %d bytes from the question FIFO: not a question or candidates" % skip)
+            buf = buf[skip:]
         return out
+
+
+def _message(payload):
+    """A question FIFO message ``Questions.read`` returns, or None."""
+    lines = payload.decode("utf-8", "replace").split("\n")
+    if len(lines) < 3 or not client.valid_id(lines[1]):
+        return None
+    if lines[0] == client.ASK and len(lines) >= 4:
+        return client.ASK, lines[1], (lines[2], "\n".join(lines[3:]))
+    if lines[0] == client.CANDS:
+        try:
+            return client.CANDS, lines[1], client.parse_candidates(lines[2])
+        except ValueError:
+            return None
+    return None
 
 
 class off_cpu_of:
@@ -379,9 +395,103 @@ def _peer(conn):
     return struct.unpack("3i", raw)[:2]
 
 
+# A socket request (its question and its candidates) must be in whole
+# within this long of its connection: a slow or silent client then costs
+# its own request only, however it trickles its bytes.
+REQUEST_SECONDS = 5.0
+MAX_FRAME = 1 << 20  # a question is 2,000 characters, its candidates 10,000 numbers
+MAX_CLIENTS = 32  # socket connections served at once; more are closed at once
+
+
+class Connections:
+    """The socket's clients, each served in a thread of its own, so one
+    slow, silent or huge client never holds another's answer, nor
+    ``serve --status`` (``ping``) or ``doctor``."""
+
+    def __init__(self, indexes, log, wake):
+        self.indexes, self.log, self.wake = indexes, log, wake
+        self.slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        self.me = os.getuid()
+        self.last = time.monotonic()  # the last request, for the idle exit
+        self.stopping = None  # why the helper stops, once a client asked
+
+    def take(self, conn):
+        """Serve ``conn`` in a thread of its own (closed at once when
+        MAX_CLIENTS are being served)."""
+        self.last = time.monotonic()
+        if not self.slots.acquire(blocking=False):
+            conn.close()
+            self.log("closed a connection: %d are being served" % MAX_CLIENTS)
+            return
+        threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                         name="skill-retrieval-client").start()
+
+    def _serve(self, conn):
+        deadline = time.monotonic() + REQUEST_SECONDS
+        try:
+            with conn:
+                conn.setblocking(True)
+                pid, uid = _peer(conn)
+                if uid != self.me:
+                    self.log("refused a connection from another user")
+                    return
+                lines = client.read_frame(conn, MAX_FRAME, deadline).decode("utf-8", "replace").split("\n")
+                if lines[:1] == ["stop"]:
+                    conn.settimeout(1.0)
+                    conn.sendall(client.frame(b"ok\nstopping"))
+                    self.stopping = "asked to stop"
+                    os.write(self.wake, b"s")
+                    return
+                with off_cpu_of(pid):
+                    reply = handle(self.indexes, lines, lambda: client.read_frame(conn, MAX_FRAME, deadline))
+                conn.settimeout(max(deadline - time.monotonic(), 0.5))
+                conn.sendall(client.frame(reply))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up waiting (its deadline): normal
+        except Exception as exc:
+            self.log("request failed: %s: %s" % (type(exc).__name__, exc))
+        finally:
+            self.last = time.monotonic()
+            self.slots.release()
+
+
+def clear_stale(sock_path):
+    """Remove what a dead helper left in its folder: its socket, its
+    question FIFO and its clients' reply FIFOs.  Only sockets and FIFOs of
+    this user, by the names the helper gives them; called holding the
+    lock, before listening, so none is in use."""
+    folder = sock_path.rsplit("/", 1)[0]
+    client.remove_own(sock_path, client.S_IFSOCK)
+    client.remove_own(client.fifo_path(sock_path), client.S_IFIFO)
+    for name in os.listdir(folder):
+        if name.startswith(client.REPLY_PREFIX) and client.valid_id(name[len(client.REPLY_PREFIX):]):
+            client.remove_own(folder + "/" + name, client.S_IFIFO)
+
+
+SWEEP_SECONDS = 5.0  # how often reply FIFOs of dead clients are looked for
+
+
+def sweep_replies(folder, pending):
+    """Remove the reply FIFOs of clients that died (killed before they
+    removed theirs): the id names the pid.  Never one of ``pending``
+    (questions waiting for their candidates), never anything but a FIFO
+    of this user."""
+    for name in os.listdir(folder):
+        qid = name[len(client.REPLY_PREFIX):]
+        if not name.startswith(client.REPLY_PREFIX) or not client.valid_id(qid) or qid in pending:
+            continue
+        try:
+            os.kill(int(qid.partition("-")[0]), 0)
+        except ProcessLookupError:
+            client.remove_own(folder + "/" + name, client.S_IFIFO)
+        except OSError:
+            pass
+
+
 def serve(sock_path=None, idle=None, log=None, warm=True):
-    """Run the helper until it idles out or is stopped.  Returns 0, or 3
-    when another helper already holds the lock."""
+    """Run the helper until it idles out or is stopped.  Returns 0, 3
+    when another helper already holds the lock, or 4 when it must not
+    listen at ``sock_path`` (``client.place_problem``: logged)."""
     import fcntl
     import select
     import socket
@@ -389,11 +499,13 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
     idle = idle_seconds() if idle is None else idle
     log = log or (lambda m: locate.log("semantic helper: " + m))
     folder = sock_path.rsplit("/", 1)[0]
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    if not client.private_folder(sock_path):
-        log("not listening in %s: not a folder of this user closed to others" % folder)
+    if sock_path.startswith("/") and not os.path.lexists(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    problem = client.place_problem(sock_path)
+    if problem:
+        log(problem)
         return 4
-    lock_fd = os.open(lock_path(sock_path), os.O_RDWR | os.O_CREAT, 0o600)
+    lock_fd = os.open(lock_path(sock_path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -403,12 +515,11 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
     os.write(lock_fd, b"%d\n" % os.getpid())
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     fifo, fifo_fd, fifo_ino = client.fifo_path(sock_path), -1, None
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         # A dead helper's socket and FIFOs, and its clients' reply FIFOs:
         # we hold the lock, and no question is pending before we listen.
-        for stale in [sock_path, fifo] + [folder + "/" + n for n in os.listdir(folder)
-                                          if n.startswith(client.REPLY_PREFIX)]:
-            client.unlink(stale)
+        clear_stale(sock_path)
         old = os.umask(0o177)  # created 0600: no window where others can connect
         try:
             srv.bind(sock_path)
@@ -422,7 +533,7 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
         finally:
             os.umask(old)
         os.chmod(sock_path, 0o600)
-        srv.listen(16)
+        srv.listen(64)
         srv.setblocking(False)
         ino = os.stat(sock_path).st_ino
         questions, early = Questions(fifo_fd, log), Early(folder)
@@ -430,17 +541,22 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
         if fifo_fd >= 0:
             poller.register(fifo_fd, select.POLLIN)
         poller.register(srv.fileno(), select.POLLIN)
+        poller.register(wake_r, select.POLLIN)
         indexes = Indexes(log)
+        conns = Connections(indexes, log, wake_w)
         if warm:
             threading.Thread(target=_warm, args=(log,), daemon=True).start()
         log("started (pid %d, socket %s, idle exit after %gs)" % (os.getpid(), sock_path, idle))
-        me = os.getuid()
-        last = time.monotonic()
         reason = "idle for %gs" % idle
-        while True:
-            left = idle - (time.monotonic() - last)
+        swept = time.monotonic()
+        while conns.stopping is None:
+            now = time.monotonic()
+            left = idle - (now - conns.last)
             if left <= 0:
                 break
+            if now - swept > SWEEP_SECONDS:
+                swept = now
+                sweep_replies(folder, early.items)
             ready = [fd for fd, _ in poller.poll(min(left, 5.0) * 1000.0)]
             if not ready:
                 try:
@@ -451,7 +567,7 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
                     reason = "socket removed"
                     break
                 continue
-            last = time.monotonic()
+            conns.last = time.monotonic()
             if fifo_fd in ready:
                 for op, qid, arg in questions.read():
                     try:
@@ -465,31 +581,15 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
                     except Exception as exc:
                         log("question failed: %s: %s" % (type(exc).__name__, exc))
                         send_reply(folder, qid, b"error\nquestion failed")
-            if srv.fileno() not in ready:
-                continue
-            try:
-                conn, _ = srv.accept()
-            except (BlockingIOError, InterruptedError):
-                continue
-            with conn:
-                try:
-                    conn.settimeout(2.0)
-                    pid, uid = _peer(conn)
-                    if uid != me:
-                        log("refused a connection from another user")
-                        continue
-                    lines = client.read_frame(conn).decode("utf-8", "replace").split("\n")
-                    if lines[:1] == ["stop"]:
-                        conn.sendall(client.frame(b"ok\nstopping"))
-                        reason = "asked to stop"
+            if srv.fileno() in ready:
+                while True:  # every connection waiting, each to a thread of its own
+                    try:
+                        conn, _ = srv.accept()
+                    except (BlockingIOError, InterruptedError):
                         break
-                    with off_cpu_of(pid):
-                        reply = handle(indexes, lines, lambda: client.read_frame(conn))
-                    conn.sendall(client.frame(reply))
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up waiting (its deadline): normal
-                except Exception as exc:
-                    log("request failed: %s: %s" % (type(exc).__name__, exc))
+                    conns.take(conn)
+        if conns.stopping is not None:
+            reason = conns.stopping
         log("exiting (%s)" % reason)
     finally:
         srv.close()
@@ -505,6 +605,8 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
                 os.unlink(fifo)
         except OSError:
             pass
+        os.close(wake_r)
+        os.close(wake_w)
         os.close(lock_fd)
     return 0
 
@@ -585,9 +687,14 @@ def main(argv=None):
             sys.stderr.write("skill-retrieve: serve: the semantic extra is not installed "
                              "(pip install 'skill-retrieval[semantic]')\n")
         return 2
+    if sock is not None and not sock.startswith("/"):
+        sys.stderr.write("skill-retrieve: serve: --socket %r is a relative path; give an absolute path\n" % sock)
+        return 2
     code = serve(sock, idle)
     if code == 3 and not detached:
         sys.stderr.write("skill-retrieve: serve: a helper is already running\n")
+    if code == 4 and not detached:
+        sys.stderr.write("skill-retrieve: serve: %s\n" % client.place_problem(sock or client.socket_path()))
     return code
 
 

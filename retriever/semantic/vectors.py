@@ -16,8 +16,9 @@ VERSION = 1
 
 
 def vec_path(index_path):
-    """Where the vectors of ``index_path`` live."""
-    return index_path + ".vec"
+    """Where the vectors of ``index_path`` live (``locate.side_path``)."""
+    from retriever import locate
+    return locate.side_path(index_path, ".vec")
 
 
 def index_key(header):
@@ -32,8 +33,12 @@ def _digest(text):
 def read(path):
     """``(header, float16 matrix)`` or None when missing or unreadable."""
     import numpy as np
+    from retriever import locate
+    fd = locate.open_own(path)  # only vectors this user made
+    if fd < 0:
+        return None
     try:
-        with open(path, "rb") as f:
+        with open(fd, "rb") as f:
             data = f.read()
     except OSError:
         return None
