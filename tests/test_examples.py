@@ -102,3 +102,21 @@ def test_small_talk_prints_nothing(demo, how):
     proc = _query(demo, "thanks!") if how == "args" else _query(demo, input="thanks!\n")
     assert_clean(proc)
     assert proc.stdout == ""
+
+
+def test_the_editable_install_of_make_demo_prints_no_setuptools_banner(tmp_path):
+    # Issue 32: `make demo` showed setuptools' boxed "Editable installation"
+    # warning.  The Makefile's own command, into a prefix of the test's.
+    import re
+    import subprocess
+    import sys
+    text = (REPO / "Makefile").read_text()
+    line = next(l.strip() for l in text.splitlines() if "pip install" in l and " -e ." in l)
+    quiet = re.search(r"^EDITABLE_QUIET\s*:=\s*(.*)$", text, re.M)
+    line = line.replace("$(EDITABLE_QUIET)", quiet.group(1) if quiet else "").replace("$(PY)", sys.executable)
+    env = dict(base_env(tmp_path), TMPDIR=str(tmp_path))
+    proc = subprocess.run(["sh", "-c", line + " --prefix " + str(tmp_path / "prefix")], cwd=str(REPO), env=env,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        pytest.skip("pip could not build the package here: %s" % proc.stderr.strip()[-300:])
+    assert "Editable installation" not in proc.stderr and "!!" not in proc.stderr, proc.stderr
