@@ -121,6 +121,8 @@ def test_a_mistyped_subcommand_is_named_not_searched(cli, tmp_path, args, meant)
     ["look", "polish", "widget"],
     ["built", "widget", "polish"],
     ["rootfs", "widget", "polish"],
+    ["robots", "widget", "polish"],     # robots.txt: words of the skill corpora
+    ["kserve", "widget", "polish"],
     ["installs", "widget", "polish"],
     ["polish", "widget"],               # nowhere near a subcommand
 ])

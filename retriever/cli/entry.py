@@ -156,12 +156,12 @@ def mistyped(word, rest=()):
                 # Words (English or technical) one edit from a subcommand:
                 # a query may well start with them.
                 "jquery", "built", "builds", "buildx", "guild",
-                "root", "rots", "boots", "coots", "foots", "hoots", "loots", "moots", "soots", "toots",
+                "root", "rots", "robots", "boots", "coots", "foots", "hoots", "loots", "moots", "soots", "toots",
                 "roofs", "rooks", "rooms", "roost", "routs", "riots", "rooty", "rootfs", "rootsy",
                 "hooks", "book", "cook", "look", "took", "nook", "rook", "hood", "hoof", "hoot", "hoop",
-                "honk", "hock", "shook", "hooky", "hooke",
+                "honk", "hock", "shook", "hooky", "hooke", "hoon",
                 "explains", "installs", "instill", "uninstalls", "doctors", "token", "tokes",
-                "server", "serves", "served", "sever", "verve", "nerve", "serge", "serde", "servo",
+                "server", "serves", "served", "sever", "verve", "nerve", "serge", "serde", "servo", "kserve",
                 "swerve", "sere",
             } and not _takes(name, rest):
                 return None
