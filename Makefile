@@ -52,11 +52,16 @@ help:
 	@echo "make eval    retrieval quality and what is injected, on ../shared/eval"
 	@echo "make calibrate  refit the decision of what to inject (retriever/decide.py) from eval/calibration"
 
+# setuptools warns on every editable install ("Please be careful with
+# folders ... with the same name as your package"), a boxed banner that pip
+# passes on even under -q; it says nothing about this project.
+EDITABLE_QUIET := PYTHONWARNINGS="ignore:Editable installation"
+
 $(INSTALLED): pyproject.toml requirements.txt
 	$(PYTHON_BASE) -m venv --clear $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps -e .
+	$(EDITABLE_QUIET) $(PY) -m pip install -q --no-deps -e .
 	touch $@
 
 # The semantic tier's extra (numpy and the encoder, ~35 MB): demo, test,
@@ -106,7 +111,8 @@ $(NPM_CLIS)/%/.installed:
 	    $(NPM_PKG_$(patsubst %-$(lastword $(subst -, ,$*)),%,$*))@$(lastword $(subst -, ,$*))
 	touch $@
 
-# The e2e environments are heavy (Hermes ~230 MB, the CLIs ~1.2 GB) and live in
+# The e2e environments are heavy (Hermes with the semantic extra ~350 MB, the
+# five CLI installs ~1.6 GB: about 1.9 GB; the tests add nothing to them) and live in
 # the ignored .cache folder; npm is optional so a machine without it skips those tests.
 e2e-env: $(HERMES_VENV)/.installed $(HERMES_VENV)/.semantic
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(NPM_STAMPS); \

@@ -224,6 +224,13 @@ def skill_id(root, skill_dir):
     return root["prefix"] + "/".join(parts)
 
 
+def holds_skills(root):
+    """True when a SKILL.md lies below ``root`` (the walk stops at the
+    first one found: cheap for a library, a whole walk for an empty or
+    wrong folder)."""
+    return next(iter_skill_files(root), None) is not None
+
+
 def walk_roots(roots, problems=None, stats=None):
     """``{root path: walk_skill_files(root path)}``, walked once per build
     and shared by the manifest and the collection; a symlink from one root

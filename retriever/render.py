@@ -11,6 +11,12 @@ DESC_MAX = 200
 JSON_DESC_MAX = 2000  # --format json: longer descriptions are cut (docs/cli.md)
 
 
+def plural(n, word, words=None):
+    """``n`` and ``word`` in agreement: "1 skill", "0 skills", "3 files
+    with problems" (``words``: the plural when it is not ``word`` + s)."""
+    return "%d %s" % (n, word if n == 1 else words or word + "s")
+
+
 def one_line(text):
     """``text`` as one line of printable characters.
 

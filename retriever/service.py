@@ -150,20 +150,36 @@ def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, herme
         from retriever import background
         background.touch_stamp(path)
     if not quiet:
+        from retriever.render import plural
         if memory:
             sys.stderr.write(" cannot write index (%s); answering from an index built in memory "
-                             "(%d skills, %.2fs)\n" % (memory["error"], header["n_docs"], time.perf_counter() - t0))
+                             "(%s, %.2fs)\n" % (memory["error"], plural(header["n_docs"], "skill"),
+                                                 time.perf_counter() - t0))
         else:
-            sys.stderr.write(" rebuilt it (%d skills, %d files with problems, %.2fs)\n"
-                             % (header["n_docs"], len(problems), time.perf_counter() - t0))
+            sys.stderr.write(" rebuilt it (%s, %s with problems, %.2fs)\n"
+                             % (plural(header["n_docs"], "skill"), plural(len(problems), "file"),
+                                time.perf_counter() - t0))
     if not scope["explicit"] and not header["n_docs"]:
-        # Said once per index: the next query finds this (empty) index and
-        # answers nothing without building again.
-        msg = ("no skills in the default folders (%s); name yours once with `skill-retrieve roots add DIR` "
-               "or SKILL_RETRIEVAL_ROOTS" % (", ".join(r["path"] for r in scope["roots"])
-                                              or "none of them exists"))
-        locate.log(msg) if quiet else warn(msg)
+        # The next query finds this (empty) index and answers nothing
+        # without building again: ``answer`` repeats this to a terminal.
+        note_no_skills(scope["roots"], quiet)
     return memory.get("idx")
+
+
+_NOTED = []  # the note below was printed by this process
+
+
+def note_no_skills(roots, quiet=False):
+    """Say that the default folders (``roots``: the ones that exist) hold
+    no skills and how to name yours: on stderr, or in the log when
+    ``quiet`` (hooks, the plugin)."""
+    msg = ("no skills in the default folders (%s); name yours once with `skill-retrieve roots add DIR` "
+           "or SKILL_RETRIEVAL_ROOTS" % (", ".join(r["path"] for r in roots) or "none of them exists"))
+    if quiet:
+        locate.log(msg)
+    else:
+        warn(msg)
+        _NOTED.append(1)
 
 
 def open_index(req):
@@ -298,6 +314,12 @@ def answer(text, req, idx=None):
                 return [], None
         else:
             idx, _ = open_index(req)
+            if not idx["header"]["n_docs"] and not idx["header"]["explicit"] and not req.get("quiet") \
+                    and not _NOTED and posix.isatty(2):
+                # An empty default index answers nothing: a person at a
+                # terminal hears why on every query, a script only when
+                # the index is built.
+                note_no_skills(idx["header"]["roots"])
         path = req["_path"]
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
@@ -372,6 +394,28 @@ def maybe_revalidate(path):
 
 
 # ------------------------------------------------------------ text in, out
+
+
+def check_roots(roots):
+    """The usage error for ``--root`` folders of which none exists, else
+    None.  A query over them would find nothing and cache an empty index
+    for a typo; ``build`` refuses them too."""
+    missing = [r for r in roots if not locate.isdir(locate.abspath(r))]
+    if not missing or len(missing) < len(roots):
+        return None
+    return "%s: no such folder; nothing searched" % ", ".join(missing) if len(missing) == 1 else \
+        "none of the --root folders exists (%s); nothing searched" % ", ".join(missing)
+
+
+def query_text(words):
+    """The query: ``words`` joined, else all of stdin.  A person at a
+    terminal who typed no words gets a hint first, not a silent wait."""
+    if words:
+        return " ".join(words)
+    if posix.isatty(0):
+        warn("reading the message from stdin; end it with Ctrl-D "
+             "(or: skill-retrieve WORDS...; skill-retrieve --help)")
+    return read_stdin()
 
 
 def read_stdin():

@@ -2,13 +2,17 @@
 
 Nothing here mocks the product.  ``make_skill`` writes SKILL.md files the way
 people write them (including broken ones); ``cli`` runs ``bin/skill-retrieve``
-as a subprocess with HOME and XDG_CACHE_HOME pointing into tmp_path, so no
-test reads or writes the real home folder or index cache.
+as a subprocess with HOME and XDG_CACHE_HOME pointing into tmp_path, and
+in-process tests get the same (``_own_home``), so no test reads or writes
+the real home folder, saved roots or index cache.
 """
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,15 +32,32 @@ sys.modules.setdefault("skillret_helpers", sys.modules[__name__])
 # Variables that would let the developer's own set-up leak into a test.
 _SCRUB_PREFIXES = ("SKILL_RETRIEVAL_", "HERMES_")
 _SCRUB = ("CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_PROJECT_DIR", "XDG_CACHE_HOME",
-          "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+          "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
           "PYTHONPATH", "PYTHONHOME", "TYPESAFE_API_KEY", "TYPESAFE_KEY", "OPENROUTER_API_KEY")
 
 
+
+def _scrubbed(env):
+    """``env`` without the variables that carry the developer's set-up."""
+    return {k: v for k, v in env.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIXES)}
+
+
+# In-process tests (the Hermes plugin's, the service's) read the same
+# variables and files the executable does: the developer's saved roots
+# (``skill-retrieve roots add``), SKILL_RETRIEVAL_* and ~/.cache must not
+# reach them.  Until a test's own HOME is set (``_own_home``), collection
+# and module set-up see an empty HOME of the session's.
+for _k in set(os.environ) - set(_scrubbed(os.environ)):
+    del os.environ[_k]
+_SESSION_HOME = tempfile.mkdtemp(prefix="skillret-tests-home-")
+atexit.register(shutil.rmtree, _SESSION_HOME, True)
+os.environ["HOME"] = _SESSION_HOME
 # In-process callers (the Hermes plugin's tests) see the same default.
 os.environ["SKILL_RETRIEVAL_SEMANTIC"] = "off"
 # The ranking, visibility and plumbing tests read the plain ranking: every
 # skill that matches, best first.  The decision of what to inject has its
-# own tests (test_decide.py), which turn it on.
+# own tests (test_explain_and_abstain.py, test_semantic.py, test_session.py),
+# which turn it on.
 os.environ["SKILL_RETRIEVAL_DECIDE"] = "off"
 
 
@@ -74,13 +95,17 @@ def state_home(tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def _own_state_home(tmp_path, monkeypatch):
-    # In-process installers (Hermes' tests) back up into the test's folder,
-    # never into the developer's ~/.local/state; in-process builds and
-    # queries keep their cache (and the side files of an index in a shared
-    # folder, locate.side_path) in it too, as the executable's do (base_env).
-    monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path)))
+def _own_home(tmp_path, monkeypatch):
+    # Each test has its own HOME and cache, the ones ``cli`` gives the
+    # executable: in-process code finds no saved roots, writes no index
+    # into the developer's ~/.cache (nor the side files of an index in a
+    # shared folder, locate.side_path), and in-process installers (Hermes'
+    # tests) back up into the test's folder, never into ~/.local/state.
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path)))
 
 
 def backups_of(path):
@@ -106,8 +131,7 @@ def _no_thread_left_behind():
 
 def base_env(tmp_path):
     """A clean environment for the executable, rooted in ``tmp_path``."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in _SCRUB and not k.startswith(_SCRUB_PREFIXES)}
+    env = _scrubbed(os.environ)
     home = tmp_path / "home"
     cache = tmp_path / "xdg-cache"
     home.mkdir(exist_ok=True)

@@ -145,3 +145,19 @@ def test_doctor_says_whether_the_bundle_is_fresh(tree):
     assert said()["state"] == "fresh"
     tree["bundle"].write_bytes(b"\x00" * 64)  # damaged, or another version's format
     assert said()["state"] == "stale"
+
+
+def test_doctor_in_a_venv_without_bytecode_still_sees_a_writable_folder(tree):
+    # Issue 32: a pip venv with PYTHONDONTWRITEBYTECODE=1 ran doctor through
+    # the console script, which honours it, and heard "__pycache__ cannot be
+    # written"; the hooks run ``python -I -S .../__main__.py``, which ignores
+    # it and writes the bundle.
+    import json
+    env = dict(tree["env"], PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(tree["dir"]))
+    proc = subprocess.run([PY, "-m", "retriever", "doctor", "--no-probe", "--format", "json",
+                           "--index", str(tree["index"])], env=env, cwd=str(tree["dir"]),
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["bundle"] == {"state": "missing", "path": str(tree["bundle"])}
+    out, _ = _query(tree, exe="main")  # as a hook runs it, in the same environment
+    assert "pdf-merge" in out and tree["bundle"].is_file()

@@ -87,6 +87,51 @@ def test_a_query_may_start_with_a_subcommand_name_after_query_or_double_dash(lib
         assert res and res[0]["id"] == "docs/pdf-extract"
 
 
+@pytest.mark.parametrize("args,meant", [
+    (["biuld", "--root", "examples/skills"], "build"),
+    (["doctr"], "doctor"),
+    (["instal", "claude-code"], "install"),
+    (["uninstal", "codex"], "uninstall"),
+    (["qeury", "extract", "text", "from", "pdf"], "query"),
+    (["explian", "extract", "pdf"], "explain"),
+    (["tokns"], "tokens"),
+    (["rerank-reprot"], "rerank-report"),
+    # A word of its own ("rots"), but what follows is ``roots``' arguments.
+    (["rots", "add", "somewhere"], "roots"),
+])
+def test_a_mistyped_subcommand_is_named_not_searched(cli, tmp_path, args, meant):
+    # Issue 32: ``instal claude-code`` printed six skills and installed nothing.
+    proc = cli(*args)
+    assert_clean(proc, 2)
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "skill-retrieve: unknown command '%s'; did you mean '%s'? (to search for it: skill-retrieve query %s ...)"
+        % (args[0], meant, args[0])]
+    assert not (tmp_path / "xdg-cache").exists() or not os.listdir(tmp_path / "xdg-cache")
+
+
+@pytest.mark.parametrize("words", [
+    ["server", "widget", "polish"],     # one edit from serve, and a word
+    ["Build", "a", "polished", "widget"],  # capitalised: a sentence, not a command
+    ["root", "cause", "of", "widget", "polish"],
+    ["hooks", "for", "widget", "polish"],
+    ["token", "widget", "polish"],
+    ["jquery", "widget", "polish"],
+    ["serde", "widget", "polish"],
+    ["look", "polish", "widget"],
+    ["built", "widget", "polish"],
+    ["rootfs", "widget", "polish"],
+    ["robots", "widget", "polish"],     # robots.txt: words of the skill corpora
+    ["kserve", "widget", "polish"],
+    ["installs", "widget", "polish"],
+    ["polish", "widget"],               # nowhere near a subcommand
+])
+def test_a_query_starting_with_a_word_near_a_subcommand_still_searches(lib, words):
+    proc = run_cli([*words, "--root", lib.root, "--index", lib.index], lib.env)
+    assert_clean(proc)
+    assert "widget-" in proc.stdout and proc.stderr == ""
+
+
 def test_flags_may_follow_words_and_take_equals(lib):
     a = lib("pdf", "extract", "--format", "json", "-k", "1")
     b = lib("--format=json", "--k=1", "pdf extract")
@@ -310,13 +355,33 @@ def test_build_reports_what_it_did(cli, tmp_path):
     make_skill(root, "b", {"name": "b", "description": "second"})
     proc = cli("build", "--root", root, "--index", tmp_path / "i.skr")
     assert_clean(proc)
-    assert re.match(r"^built .*i\.skr: 2 skills from 1 root\(s\)", proc.stdout)
+    assert re.match(r"^built .*i\.skr: 2 skills from 1 root, 0 disabled, 0 shadowed, 0 problems, ", proc.stdout)
     assert proc.stdout.count("\n") == 1
+
+
+def test_counts_agree_with_their_nouns(cli, tmp_path):
+    # Issue 32: "1 skills", "1 files".
+    one, two = tmp_path / "one", tmp_path / "two"
+    for root in (one, two):
+        make_skill(root, "a", {"name": "a", "description": "Merge PDF files"})
+    make_skill(two, "b", "name: b\ndescription: [unclosed")  # one problem, still indexed
+    proc = cli("build", "--root", one, "--index", tmp_path / "i.skr")
+    assert_clean(proc)
+    assert re.match(r"^built .*i\.skr: 1 skill from 1 root, 0 disabled, 0 shadowed, 0 problems, ", proc.stdout)
+    proc = cli("build", "--root", one, "--root", two, "--index", tmp_path / "i.skr")
+    assert re.match(r"^built .*i\.skr: 2 skills from 2 roots, 0 disabled, 1 shadowed, 2 problems, .*s, "
+                    r"1 file unchanged$", proc.stdout)
+    q = cli("--root", two, "--index", tmp_path / "j.skr", "merge", "pdf")
+    assert_clean(q)
+    assert "rebuilt it (2 skills, 1 file with problems, " in q.stderr
+    doc = cli("doctor", "--root", one, "--root", two, "--no-probe")
+    assert re.search(r"one  1 skill  \[", doc.stdout) and "1 file with problems" in doc.stdout, doc.stdout
 
 
 def test_a_missing_root_is_not_a_crash(cli, tmp_path):
     proc = cli("--root", tmp_path / "does-not-exist", "--format", "json", "anything")
-    assert json_results(proc) == []
+    assert_clean(proc, 2)
+    assert proc.stdout == ""
     proc = cli("build", "--root", tmp_path / "does-not-exist", "--index", tmp_path / "i.skr")
     assert_clean(proc, 1)
     assert "none of the --root folders exists" in proc.stderr
@@ -344,6 +409,23 @@ def test_a_root_that_is_not_a_folder_is_named_not_silently_empty(cli, tmp_path):
     assert "%s: no such folder" % missing in proc.stderr
     assert proc.stdout == ""
     assert not index.exists() and not missing.exists()
-    q = cli("--root", missing, "--index", tmp_path / "other.skr", "pdf")
-    assert q.returncode == 0 and q.stdout == ""
-    assert "%s: no such folder" % missing in q.stderr
+
+
+
+@pytest.mark.parametrize("query", [[], ["query"]], ids=["words", "query"])
+def test_a_query_over_a_missing_root_is_a_usage_error_and_writes_nothing(cli, tmp_path, query):
+    # Issue 32: it warned, "rebuilt it (0 skills ...)", exited 0 and
+    # cached an index for the typo.
+    missing = tmp_path / "no-such-skills"
+    q = cli(*query, "--root", missing, "fix", "a", "flaky", "test")
+    assert_clean(q, 2)
+    assert q.stdout == ""
+    assert q.stderr == "skill-retrieve: error: %s: no such folder; nothing searched\n" % missing
+    assert not (tmp_path / "xdg-cache" / "skill-retrieval").exists()
+    assert not missing.exists()
+    # One of several missing is a warning: the others are searched.
+    there = tmp_path / "skills"
+    make_skill(there, "flaky", {"name": "flaky-tests", "description": "Fix a flaky test"})
+    q = cli(*query, "--root", missing, "--root", there, "fix", "a", "flaky", "test")
+    assert_clean(q)
+    assert "flaky-tests" in q.stdout and "%s: no such folder" % missing in q.stderr

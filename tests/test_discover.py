@@ -233,7 +233,8 @@ def test_no_skill_folders_at_all(tmp_path, cli):
     """A fresh machine: nothing to index is not an error."""
     proc = cli("build", "--index", tmp_path / "i.skr")
     assert_clean(proc)
-    assert " 0 skills" in proc.stdout
+    assert proc.stdout.endswith(": no skills found; no skill folder exists (see above)\n")
+    assert "no skill folders found (looked in ~/.hermes/skills" in proc.stderr
     q = cli("--index", tmp_path / "i.skr", "anything at all")
     assert_clean(q)
     assert q.stdout == ""

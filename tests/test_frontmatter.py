@@ -197,38 +197,56 @@ def test_a_frontmatter_parsed_without_the_node_count_still_keeps_the_bounds(dept
             assert not frontmatter.within_bounds(text), (kind, depth)
 
 
-def _random_nest(rng):
-    # Block levels, then flow levels of mixed kinds, about as deep as the
-    # bound: valid YAML that a miscounted opener would let through.
-    opens = {"[": "]", "{k: ": "}", "[? ": "]", "[a: ": "]", "{? ": "}"}
-    block = rng.randint(0, 40)
+# Flow openers and the levels each adds: ``[a: `` and ``[? `` open a
+# sequence holding a one-pair mapping.  ``?`` makes the next collection a
+# key, which YAML composes (and bounds) but cannot construct: "invalid".
+_OPENS = {"[": ("]", 1), "{k: ": ("}", 1), "[a: ": ("]", 2), "[? ": ("]", 2), "{? ": ("}", 1)}
+_VALUE_OPENS = ("[", "{k: ", "[a: ")
+
+
+def _random_nest(rng, levels, opens):
+    # Exactly ``levels`` collections from the root down (block levels,
+    # then flow levels drawn from ``opens``) and a scalar below the last,
+    # at depth ``levels``: valid YAML that a miscounted opener would let
+    # through.
+    block = rng.randint(0, min(40, levels - 1))
     lines, indent = [], 0
     for i in range(block):
-        if rng.random() < 0.5:
-            lines.append(" " * indent + "k%d:" % i)
-            indent += 2
-        else:
-            lines.append(" " * indent + "-")
-            indent += 2
-    flow = [rng.choice(list(opens)) for _ in range(rng.randint(0, 50))]
-    inner = "".join(flow) + rng.choice(["x", "", "'q'", "1"]) + "".join(opens[o] for o in reversed(flow))
+        lines.append(" " * indent + ("k%d:" % i if rng.random() < 0.5 else "-"))
+        indent += 2
+    left = levels - (block or 1)  # without block lines, "tags: " opens the root mapping
+    flow = []
+    while left > 0:
+        o = rng.choice([o for o in opens if _OPENS[o][1] <= left])
+        flow.append(o)
+        left -= _OPENS[o][1]
+    inner = "".join(flow) + rng.choice(["x", "'q'", "1"]) + "".join(_OPENS[o][0] for o in reversed(flow))
     return "\n".join(lines + [" " * indent + inner]) if lines else "tags: " + inner
 
 
-def test_random_nestings_parse_the_same_with_or_without_the_count():
+@pytest.mark.parametrize("opens", [_VALUE_OPENS, tuple(_OPENS)], ids=["values", "with-keys"])
+def test_random_nestings_parse_the_same_with_or_without_the_count(opens):
+    # Random shapes at every nesting from well under the bound to well
+    # over it, the same number on each side whatever the random module
+    # draws: the unchecked parse must give the counted parse's outcome,
+    # and that outcome is decided by the depth alone.
     import random
     rng = random.Random(20261203)
-    rejected = passed = 0
-    for _ in range(1500):
-        text = _random_nest(rng)
-        fast, checked = _outcome(text, False), _outcome(text, True)
-        assert fast == checked, (text, fast, checked)
-        if checked[0] == "rejected":
-            rejected += 1
-            assert not frontmatter.within_bounds(text), text
-        elif checked[0] == "ok":
-            passed += 1
-    assert rejected > 100 and passed > 100  # the samples straddle the depth bound
+    bound = frontmatter.MAX_YAML_DEPTH
+    for levels in range(bound - 12, bound + 13):
+        for _ in range(24):
+            text = _random_nest(rng, levels, opens)
+            fast, checked = _outcome(text, False), _outcome(text, True)
+            assert fast == checked, (text, fast, checked)
+            if levels > bound:
+                assert checked[0] == "rejected", (levels, text, checked)
+                assert not frontmatter.within_bounds(text), text
+            elif opens == _VALUE_OPENS:
+                assert checked[0] == "ok", (levels, text, checked)
+            else:
+                # A collection used as a key is composed but cannot be
+                # constructed: such YAML is invalid, never rejected.
+                assert checked[0] != "rejected", (levels, text, checked)
 
 
 CORPORA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "corpora"

@@ -106,7 +106,7 @@ def test_install_builds_the_index_up_front(run, home, cli_env):
     make_skill(os.path.join(home, ".claude", "skills"), "pdf-extract",
                {"name": "pdf-extract", "description": "Extract text from PDF files."})
     proc = ok(run("install", "claude-code"))
-    assert "indexed 1 skills" in proc.stdout
+    assert "indexed 1 skill from" in proc.stdout
     cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
     assert [f for f in os.listdir(cache) if f.endswith(".skr")]
 

@@ -283,7 +283,7 @@ def test_build_command_writes_vectors_unless_the_tier_is_off(tmp_path):
     env["SKILL_RETRIEVAL_SEMANTIC"] = "on"
     on = run_cli(["build", "--root", root, "--index", tmp_path / "b.skr"], env, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert "semantic vectors: 5 skill(s) embedded" in on.stdout
+    assert "semantic vectors: 5 skills embedded" in on.stdout
     assert (tmp_path / "b.skr.vec").exists()
 
 

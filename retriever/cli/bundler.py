@@ -66,7 +66,10 @@ def state(root):
     folder = target.rsplit("/", 1)[0]
     writable = os.access(folder, os.W_OK) if os.path.isdir(folder) else \
         not os.path.exists(folder) and os.access(root + "/retriever", os.W_OK)
-    return ("missing" if writable and not sys.dont_write_bytecode else "unwritable"), target
+    # Not this process's sys.dont_write_bytecode: the queries that write the
+    # bundle run under -I, which ignores PYTHONDONTWRITEBYTECODE (a console
+    # script running doctor honours it).
+    return ("missing" if writable else "unwritable"), target
 
 
 def _compile(src):

@@ -124,8 +124,11 @@ def run_build(args):
         sys.stderr.write("skill-retrieve: warning: no skill folders found%s\n"
                          % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, "
                             ".agents/skills; name yours with: skill-retrieve roots add DIR)"))
-    from retriever import semantic
-    semantic.prepare_build()  # the encoder loads while BM25 indexes
+    from retriever import discover, semantic
+    # The encoder loads while BM25 indexes, unless there is nothing to
+    # embed: the walk for a first SKILL.md stops at the first one.
+    if any(discover.holds_skills(r["path"]) for r in scope["roots"]):
+        semantic.prepare_build()
     prog = progress.reporter(quiet=args.quiet)
     try:
         header, problems = build.build(scope, path, args.profile,
@@ -136,14 +139,23 @@ def run_build(args):
             prog.done()
     background.touch_stamp(path)
     _hint_remember(args)
+    from retriever.render import plural
     counts = header["counts"]
     shadowed = sum(c["shadowed"] for c in counts.values())
     disabled = sum(c["disabled"] for c in counts.values())
-    sys.stdout.write("built %s: %d skills from %d root(s), %d disabled, %d shadowed, "
-                     "%d problem(s), %.2fs%s\n" % (path, header["n_docs"], len(scope["roots"]),
-                                                    disabled, shadowed, len(problems), header["build_seconds"],
-                                                    ", %d files unchanged" % header["reused"]
-                                                    if header.get("reused") else ""))
+    if not header["n_docs"]:
+        # "0 skills ... 0 problems" read like a healthy empty library; most
+        # often the folder is the wrong one.
+        where = ("looked for SKILL.md files below %s" % ", ".join(r["path"] for r in scope["roots"])
+                 if scope["roots"] else "no skill folder exists (see above)")
+        sys.stdout.write("built %s: no skills found; %s%s\n" % (
+            path, where, "; %s (see above)" % plural(len(problems), "problem") if problems else ""))
+        semantic.build_vectors(path)  # an empty vector file; no model to load
+        return 0
+    sys.stdout.write("built %s: %s from %s, %d disabled, %d shadowed, %s, %.2fs%s\n"
+                     % (path, plural(header["n_docs"], "skill"), plural(len(scope["roots"]), "root"),
+                        disabled, shadowed, plural(len(problems), "problem"), header["build_seconds"],
+                        ", %s unchanged" % plural(header["reused"], "file") if header.get("reused") else ""))
     semantic.build_vectors(path, sys.stdout.write)
     return 0
 
@@ -168,9 +180,13 @@ def _hint_remember(args):
 def run_query(args):
     """``skill-retrieve query`` through argparse (same behaviour as the fast path)."""
     from retriever import render, service
-    from retriever.service import read_stdin, write_out
+    from retriever.service import write_out
     opts = {"roots": args.root, "index": args.index, "k": args.k, "platform": args.platform,
             "fresh": args.fresh, "rerank": args.rerank, "runner": args.runner}
+    bad = service.check_roots(args.root) if args.root else None
+    if bad:
+        sys.stderr.write("skill-retrieve: error: %s\n" % bad)
+        return 2
     if args.runner and not args.root:
         from retriever.runners import skillsets
         try:
@@ -178,7 +194,7 @@ def run_query(args):
         except ValueError as exc:
             sys.stderr.write("skill-retrieve: error: %s\n" % exc)
             return 2
-    text = " ".join(args.words) if args.words else read_stdin()
+    text = service.query_text(args.words)
     results, path = service.answer(text, opts)
     out = render.json_doc(text, results, opts.get("tiers")) if args.format == "json" else render.text_block(results)
     write_out(out)

@@ -19,8 +19,9 @@ import subprocess
 import sys
 import time
 
-from retriever import build, locate, service, skills, store
+from retriever import build, discover, locate, service, skills, store
 from retriever.runners import hook as hookio
+from retriever.render import plural
 from retriever.runners import install, skillsets
 
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
@@ -253,8 +254,8 @@ def check_command(report, runner, command, where):
                  "%s  (or SKILL_RETRIEVAL_PYTHON=/path/to/real/python3 %s)" % (reinstall, reinstall))
     if not info["no_site"]:
         info["pth"] = _pth_files(resolved)
-        _finding(report, "warn", "%s hook runs %s without -S, so site-packages and its %d .pth file(s) "
-                 "load on every prompt%s" % (runner, resolved, len(info["pth"]),
+        _finding(report, "warn", "%s hook runs %s without -S, so site-packages and its %s "
+                 "load on every prompt%s" % (runner, resolved, plural(len(info["pth"]), ".pth file"),
                                               ": " + ", ".join(os.path.basename(p) for p in info["pth"][:5])
                                               if info["pth"] else ""), reinstall)
     info["argv"] = argv
@@ -634,6 +635,16 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
                     by_path[p] = dict(root, source=src)
                     rlist.append(by_path[p])
     recs = check_roots(report, rlist)
+    for r in report["roots"]:
+        # A folder the user named that holds no skill is most often the
+        # wrong folder (its parent, a clone's root): say so even when other
+        # folders hold skills and retrieval works.
+        # (With no skill anywhere, the error below says it for all.)
+        if recs and (roots or "remembered" in r["source"]) and not discover.holds_skills(r["path"]):
+            _finding(report, "warn", "no skills in %s (no SKILL.md below it)" % _home(r["path"]),
+                     "skills live at %s/<name>/SKILL.md; or forget the folder: skill-retrieve roots remove %s"
+                     % (_home(r["path"]), shlex.quote(r["path"])) if not roots else
+                     "skills live at %s/<name>/SKILL.md" % _home(r["path"]))
     if not recs:
         looked = ", ".join(r["path"] for r in rlist) or "no skill folder exists"
         _finding(report, "error", "no skills found (%s); retrieval has nothing to inject" % looked,
@@ -743,11 +754,11 @@ def render_text(report):
     if not report["roots"]:
         w("  (none found)")
     for r in report["roots"]:
-        w("  %-4s %s  %d skill%s  [%s]" % ("ok" if r["skills"] else "--", _home(r["path"]), r["skills"],
-                                          "" if r["skills"] == 1 else "s", r["source"]))
+        w("  %-4s %s  %s  [%s]" % ("ok" if r["skills"] else "--", _home(r["path"]), plural(r["skills"], "skill"),
+                                  r["source"]))
         bad = sum(len(v) for v in r["malformed"].values())
         if bad:
-            w("       %d file(s) with problems: %s" % (bad, "; ".join(
+            w("       %s with problems: %s" % (plural(bad, "file"), "; ".join(
                 "%s (%d)" % (k, len(v)) for k, v in sorted(r["malformed"].items(), key=lambda kv: -len(kv[1]))[:4])))
         if r["shadowed"]:
             w("       %d shadowed by an earlier root or duplicate name: %s" % (
@@ -763,8 +774,8 @@ def render_text(report):
             w("  --   %s  %s%s  (%s)" % (_home(i["path"]), i["state"],
                                         ": " + i["error"] if i.get("error") else "", ", ".join(i["used_by"])))
         else:
-            w("  %-4s %s  v%s, %d skills, built %s, %s, %s  (%s)" % (
-                "ok" if i["state"] == "fresh" else "!!", _home(i["path"]), i["version"], i["n_docs"],
+            w("  %-4s %s  v%s, %s, built %s, %s, %s  (%s)" % (
+                "ok" if i["state"] == "fresh" else "!!", _home(i["path"]), i["version"], plural(i["n_docs"], "skill"),
                 _ago(i["built_at"]), i["state"], _size(i["size"]), ", ".join(i["used_by"])))
     sem = report.get("semantic")
     if sem:
@@ -790,7 +801,7 @@ def render_text(report):
         if hook and hook.get("interpreter"):
             what = ("shim" if hook.get("shim") else "real binary") if "shim" in hook else "?"
             site = ("-S, no .pth files" if hook.get("no_site") else
-                    "no -S: %d .pth file(s) load" % len(hook.get("pth", ())))
+                    "no -S: %s load" % plural(len(hook.get("pth", ())), ".pth file"))
             w("         python: %s (%s, %s)" % (_home(hook["interpreter"]), what, site))
         no = r.get("names_only")
         if no:
@@ -827,7 +838,8 @@ def render_text(report):
             w("        fix: %s" % f["fix"])
     w("")
     w("healthy: retrieval should work" if report["healthy"] else
-      "NOT healthy: %d problem(s) stop retrieval (see ERROR above)" % len(errors))
+      "NOT healthy: %s retrieval (see ERROR above)" % (
+          "1 problem stops" if len(errors) == 1 else "%d problems stop" % len(errors)))
     return "\n".join(out) + "\n"
 
 

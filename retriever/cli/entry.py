@@ -11,7 +11,7 @@ comes from ``retriever.service``, the one pipeline every front end uses.
 import sys
 
 from retriever import locate, service, settings
-from retriever.service import read_stdin, write_out
+from retriever.service import write_out
 from retriever.cli import SUBCOMMANDS
 
 # Subcommands the fast path hands to argparse: all but the two it parses.
@@ -134,10 +134,80 @@ def _k(raw):
         raise Usage(str(exc)) from None
 
 
+def mistyped(word, rest=()):
+    """The subcommand ``word`` is a typo of, else None (``rest``: the
+    arguments after it).
+
+    ``git biuld`` says "did you mean build?", but here a first word that
+    is no subcommand starts a query, so only a near miss that no query
+    would start with counts: a lowercase word one edit (a letter added,
+    dropped or changed, or two neighbours swapped) from a subcommand's
+    name, and not a word of its own ("server", "root", "hooks", "jquery":
+    the list below) unless the arguments after it are that subcommand's
+    ("rots add DIR").  A capitalised word ("Build a react app") is always a
+    query.  Costs a few comparisons of lengths for an ordinary query.
+    """
+    n = len(word)
+    if n < 3 or n > 14 or not word.replace("-", "").isalpha() or not word.islower():
+        return None
+    for name in SUBCOMMANDS:
+        if abs(len(name) - n) <= 1 and _one_edit(word, name):
+            if word in {
+                # Words (English or technical) one edit from a subcommand:
+                # a query may well start with them.
+                "jquery", "built", "builds", "buildx", "guild",
+                "root", "rots", "robots", "boots", "coots", "foots", "hoots", "loots", "moots", "soots", "toots",
+                "roofs", "rooks", "rooms", "roost", "routs", "riots", "rooty", "rootfs", "rootsy",
+                "hooks", "book", "cook", "look", "took", "nook", "rook", "hood", "hoof", "hoot", "hoop",
+                "honk", "hock", "shook", "hooky", "hooke", "hoon",
+                "explains", "installs", "instill", "uninstalls", "doctors", "token", "tokes",
+                "server", "serves", "served", "sever", "verve", "nerve", "serge", "serde", "servo", "kserve",
+                "swerve", "sere",
+            } and not _takes(name, rest):
+                return None
+            return name
+    return None
+
+
+def _takes(name, rest):
+    # True when the arguments after the first word are ones subcommand
+    # ``name`` takes ("rots add DIR", "installs codex"), which no query
+    # starts with.
+    if not rest:
+        return False
+    if name == "roots":
+        return rest[0] in ("add", "remove", "list")
+    if name in ("install", "uninstall"):
+        from retriever.runners.registry import NAMES
+        return rest[0] in NAMES
+    return False
+
+
+def _one_edit(a, b):
+    # True when a and b differ by exactly one edit (Damerau: a swap of two
+    # neighbours counts as one).
+    la, lb = len(a), len(b)
+    i = 0
+    while i < la and i < lb and a[i] == b[i]:
+        i += 1
+    if la == lb:
+        if i == la:
+            return False
+        return a[i + 1:] == b[i + 1:] or (
+            i + 1 < la and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2:] == b[i + 2:])
+    return a[i + 1:] == b[i:] if la > lb else a[i:] == b[i + 1:]
+
+
 def main(argv=None):
     """Entry point.  Returns the exit code; never prints a traceback for
     bad input."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0][:1] != "-" and argv[0] not in SUBCOMMANDS:
+        meant = mistyped(argv[0], argv[1:])
+        if meant:
+            warn("unknown command '%s'; did you mean '%s'? (to search for it: skill-retrieve query %s ...)"
+                 % (argv[0], meant, argv[0]))
+            return 2
     try:
         opts = parse_fast(argv)
     except Usage as exc:
@@ -156,14 +226,19 @@ def main(argv=None):
         except BaseException as exc:
             locate.log("hook %s: %s: %s" % (opts["hook"], type(exc).__name__, exc))
             return 0
-    if opts["runner"] and not opts["roots"]:
+    if opts["roots"]:
+        bad = service.check_roots(opts["roots"])
+        if bad:
+            warn("error: %s" % bad)
+            return 2
+    elif opts["runner"]:
         from retriever.runners import skillsets
         try:
             skillsets.scope_request(opts)
         except ValueError as exc:
             warn("error: %s" % exc)
             return 2
-    text = " ".join(opts["words"]) if opts["words"] else read_stdin()
+    text = service.query_text(opts["words"])
     try:
         results, path = service.answer(text, opts)
     except Exception as exc:  # never a traceback for the user

@@ -54,8 +54,8 @@ def breakdown(skill, terms, profile, n_docs, avglen, df):
 def run(args):
     """Print the explanation; returns the exit code."""
     from retriever import build, query, semantic, service, settings, skills, store
-    from retriever.service import read_stdin
-    text = " ".join(args.words) if args.words else read_stdin()
+    from retriever.service import query_text
+    text = query_text(args.words)
     top_k, inject_k = settings.limits(args.k)
     idx, path = service.open_index({"roots": args.root, "index": args.index, "platform": args.platform})
     hdr = idx["header"]

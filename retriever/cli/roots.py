@@ -50,8 +50,14 @@ def run(args):
         sys.stderr.write("skill-retrieve: roots add: %s: no such folder\n" % ", ".join(missing))
         return 1
     new = userroots.add(args.dirs)
+    from retriever import discover
     for p in new:
         out.write("added %s\n" % p)
+        if not discover.holds_skills(p):
+            out.flush()  # the warning follows its "added" line
+            # Most often the wrong folder (its parent, a clone's root).
+            sys.stderr.write("skill-retrieve: warning: %s holds no SKILL.md yet (skills live at %s/<name>/SKILL.md)\n"
+                             % (p, p))
     if len(new) < len(args.dirs):
         out.write("already there: %s\n" % ", ".join(
             d for d in args.dirs if os.path.abspath(os.path.expanduser(d)) not in new))

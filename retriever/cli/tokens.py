@@ -231,7 +231,7 @@ def render_text(m):
          inj["mean"]),
         ("net saving per turn (stock - names-only - mean injection)", m["net_saving_chars"]),
     ]
-    out = ["%d skills in %s" % (m["skills"], ", ".join(m["roots"]) or "(no skill folders)"), ""]
+    out = ["%s in %s" % (render.plural(m["skills"], "skill"), ", ".join(m["roots"]) or "(no skill folders)"), ""]
     out.append("| | tokens/turn, %s | chars |" % EST)
     out.append("|---|---:|---:|")
     for label, chars in rows:

@@ -365,7 +365,9 @@ def _warm(runner, project, out):
             out.write("  no skill folders yet for %s; the index is built on first use\n" % runner)
             return
         idx, path = service.open_index({"roots": roots, "quiet": True})
-        out.write("  indexed %d skills from %s\n" % (idx["header"]["n_docs"], ", ".join(r["path"] for r in roots)))
+        from retriever.render import plural
+        out.write("  indexed %s from %s\n" % (plural(idx["header"]["n_docs"], "skill"),
+                                               ", ".join(r["path"] for r in roots)))
     except Exception as exc:
         out.write("  (index not built now: %s: %s; it is built on first use)\n" % (type(exc).__name__, exc))
 

@@ -227,7 +227,8 @@ def build_vectors(index_path, out=None):
                           fork=build.can_fork() >= 2)
     took = time.perf_counter() - t0
     if out:
-        out("semantic vectors: %d skill(s) embedded, the rest reused, %.2fs\n" % (n, took))
+        from retriever.render import plural
+        out("semantic vectors: %s embedded, the rest reused, %.2fs\n" % (plural(n, "skill"), took))
     return n
 
 
