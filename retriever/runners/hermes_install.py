@@ -19,7 +19,7 @@ import copy
 import os
 import shutil
 
-from retriever.fileutil import backup, refuse_read_only, write_atomic
+from retriever.fileutil import update
 
 PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT
@@ -60,7 +60,6 @@ def _yaml():
 def read_config(path):
     """``(text, data)`` of config.yaml; ``("", {})`` when absent.
     Raises HermesInstallError when it is unreadable, invalid or not a mapping."""
-    yaml = _yaml()
     try:
         with open(path, encoding="utf-8-sig") as f:
             text = f.read()
@@ -68,6 +67,15 @@ def read_config(path):
         return "", {}
     except OSError as exc:
         raise HermesInstallError("cannot read %s (%s)" % (path, exc.strerror or exc))
+    except UnicodeDecodeError:
+        raise HermesInstallError("%s is not UTF-8 text; fix it first, nothing was changed" % path)
+    return text, parse_config(text, path)
+
+
+def parse_config(text, path):
+    """The mapping in config.yaml's ``text``; HermesInstallError when it is
+    invalid or not a mapping."""
+    yaml = _yaml()
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -79,7 +87,7 @@ def read_config(path):
         data = {}
     if not isinstance(data, dict):
         raise HermesInstallError("%s is not a YAML mapping; fix it first, nothing was changed" % path)
-    return text, data
+    return data
 
 
 def _get(mapping, key):
@@ -248,31 +256,46 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
     """Add ``name`` to (or remove it from) ``plugins.enabled`` in config.yaml.
 
     Returns a short description of what happened.  Writes only when
-    something changes, after a timestamped backup of the old file.
+    something changes, after a timestamped backup of the old file, under
+    the installers' lock and only if nobody wrote the file meanwhile
+    (``fileutil.update``).
     """
-    yaml = _yaml()
-    text, data = read_config(config_path)
-    want = _wanted(data, name, enable)
-    if want == data:
+    notes = {}
+
+    def change(raw):
+        try:
+            text = "" if raw is None else raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise HermesInstallError("%s is not UTF-8 text; fix it first, nothing was changed" % config_path)
+        data = parse_config(text, config_path)
+        want = _wanted(data, name, enable)
+        if want == data:
+            return None
+        notes["note"] = ""
+        new = _edited(text, want, name, enable)
+        if new is None:
+            new = _yaml().safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
+            notes["note"] = " (re-written: comments were not kept)"
+        return new
+
+    _, new, saved = update(config_path, change)
+    if new is None:
         return "%s already %s in %s" % (name, "enabled" if enable else "not enabled", config_path)
-    new = None
+    what = "enabled %s in %s" % (name, config_path) if enable else \
+        "removed %s from plugins.enabled in %s" % (name, config_path)
+    return what + notes["note"] + ("; backup %s" % saved if saved else "")
+
+
+def _edited(text, want, name, enable):
+    # The smallest text edit, if parsing it gives exactly ``want``.
+    yaml = _yaml()
     try:
         new = _edit_text(text, name, enable)
         if new is not None and (yaml.safe_load(new) or {}) != want:
-            new = None
+            return None
+        return new
     except yaml.YAMLError:
-        new = None
-    note = ""
-    if new is None:
-        new = yaml.safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
-        note = " (re-written: comments were not kept)"
-    refuse_read_only(config_path)
-    saved = backup(config_path) if os.path.exists(config_path) else None
-    os.makedirs(os.path.dirname(config_path) or ".", exist_ok=True)
-    write_atomic(config_path, new)
-    what = "enabled %s in %s" % (name, config_path) if enable else \
-        "removed %s from plugins.enabled in %s" % (name, config_path)
-    return what + note + ("; backup %s" % saved if saved else "")
+        return None
 
 
 # ------------------------------------------------------------------ plugin folder
