@@ -71,39 +71,78 @@ def refuse_read_only(path):
                        "to change it" % (path, mode & 0o7777))
 
 
-def _created_file():
-    return os.path.join(state_dir(), "created.json")
-
-
-def created():
-    """``{file: [folders]}``: the files install created (none was there
-    before) and the folders it made for them, deepest first."""
+def _record(name):
+    # One of our JSON records in the state folder ({} when missing or bad).
     import json
     try:
-        with open(_created_file(), encoding="utf-8") as f:
+        with open(os.path.join(state_dir(), name), encoding="utf-8") as f:
             data = json.load(f)
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
 
 
+def _save(name, data):
+    import json
+    write_atomic(os.path.join(state_dir(), name), json.dumps(data, indent=1) + "\n", 0o600)
+
+
+def created():
+    """``{file: [folders]}``: the files install created (none was there
+    before) and the folders it made for them, deepest first."""
+    return _record("created.json")
+
+
 def note_created(path, folders):
     """Record that ``path`` (and ``folders``) did not exist before install."""
-    import json
     data = created()
     data[os.path.abspath(path)] = list(folders)
-    write_atomic(_created_file(), json.dumps(data, indent=1) + "\n", 0o600)
+    _save("created.json", data)
 
 
 def forget_created(path):
     """Drop the record of ``path``; returns the folders recorded with it,
     or None when install did not create it."""
-    import json
     data = created()
     folders = data.pop(os.path.abspath(path), None)
     if folders is not None:
-        write_atomic(_created_file(), json.dumps(data, indent=1) + "\n", 0o600)
+        _save("created.json", data)
     return folders
+
+
+def installed(path, runner):
+    """What install recorded about its change to ``path`` for ``runner``
+    (a dict, see ``note_installed``), or None."""
+    rec = _record("installed.json").get(os.path.abspath(path), {}).get(runner)
+    return rec if isinstance(rec, dict) else None
+
+
+def note_installed(path, runner, rec):
+    """Record install's change to ``path``: ``rec`` holds ``made`` (the
+    keys install added to hold its entry), ``after`` (the sha256 of the
+    text it wrote) and ``backup`` (the file before it, or None), so
+    uninstall can put back exactly what was there."""
+    data = _record("installed.json")
+    data.setdefault(os.path.abspath(path), {})[runner] = rec
+    _save("installed.json", data)
+
+
+def forget_installed(path, runner):
+    """Drop and return the record of ``note_installed`` (or None)."""
+    data = _record("installed.json")
+    recs = data.get(os.path.abspath(path), {})
+    rec = recs.pop(runner, None)
+    if rec is not None:
+        if not recs:
+            del data[os.path.abspath(path)]
+        _save("installed.json", data)
+    return rec if isinstance(rec, dict) else None
+
+
+def digest(data):
+    """sha256 hex of ``data`` (bytes or text as UTF-8)."""
+    import hashlib
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
 
 def missing_parents(path):
@@ -207,19 +246,33 @@ def install_lock(wait=None):
 
 @contextlib.contextmanager
 def _file_lock(real, wait):
-    # The user's file itself, flocked while it exists: a script that edits
-    # it under flock(1) and we wait for each other.  Best effort: a
-    # filesystem without flock is not a reason to refuse.
-    try:
-        fd = os.open(real, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        yield
-        return
-    try:
+    # The user's file itself, flocked while it exists: a program that edits
+    # it under flock (and re-checks, once it holds the lock, that the path
+    # still names the file it locked, as we do) and we take turns.  Best
+    # effort: a filesystem without flock is not a reason to refuse.
+    deadline = time.monotonic() + wait
+    while True:
         try:
-            _flock(fd, wait, "%s is locked by another program; left unchanged - try again" % real)
+            fd = os.open(real, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
-            pass  # Busy is not an OSError: it still refuses
+            yield
+            return
+        try:
+            _flock(fd, max(0.0, deadline - time.monotonic()),
+                   "%s is locked by another program; left unchanged - try again" % real)
+            try:
+                same = os.fstat(fd).st_ino == os.stat(real).st_ino
+            except OSError:
+                same = False
+        except Busy:
+            os.close(fd)
+            raise
+        except OSError:
+            same = True  # no flock here: go on unlocked
+        if same:
+            break
+        os.close(fd)  # replaced while we waited: lock the file there now
+    try:
         yield
     finally:
         os.close(fd)

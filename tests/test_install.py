@@ -501,3 +501,25 @@ def test_a_key_written_during_hermes_enable_survives(tmp_path, monkeypatch):
     import yaml
     data = yaml.safe_load(open(config))
     assert data["theme"] == "dark" and data["plugins"]["enabled"] == ["skill-retrieval"]
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_uninstall_gives_back_the_very_bytes_install_found(runner, run, home, tmp_path):
+    # Install rewrites the file (two-space indent); uninstall, with nothing
+    # changed since, puts back the user's own layout byte for byte.
+    path = user_file(runner, home, tmp_path)
+    original = "\ufeff{\n    \"model\":   \"opus\",\n\t\"hooks\": {}, \"z\": [1,2]\n}"
+    write(path, original)
+    ok(run("install", runner))
+    assert open(path, "rb").read() != original.encode()
+    ok(run("uninstall", runner))
+    assert open(path, "rb").read() == original.encode("utf-8")
+
+
+def test_uninstall_keeps_the_empty_lists_that_were_there(run, home, tmp_path):
+    path = user_file("claude-code", home, tmp_path)
+    write(path, json.dumps({"hooks": {"UserPromptSubmit": []}, "x": 1}))
+    ok(run("install", "claude-code"))
+    write(path, json.dumps(dict(json.load(open(path)), y=2)))  # the user adds a key meanwhile
+    ok(run("uninstall", "claude-code"))
+    assert json.load(open(path)) == {"hooks": {"UserPromptSubmit": []}, "x": 1, "y": 2}

@@ -161,12 +161,15 @@ def _no_constant(name):
     raise _NonFinite(name)
 
 
-def _groups(data, event, path, create):
+def _groups(data, event, path, create, made=None):
+    # hooks[event], made (and named in ``made``) when missing and ``create``.
     hooks = data.get("hooks")
     if hooks is None:
         if not create:
             return None
         hooks = data["hooks"] = {}
+        if made is not None:
+            made.append("hooks")
     if not isinstance(hooks, dict):
         raise Refused("%s: \"hooks\" is not an object; left unchanged" % path)
     groups = hooks.get(event)
@@ -174,6 +177,8 @@ def _groups(data, event, path, create):
         if not create:
             return None
         groups = hooks[event] = []
+        if made is not None:
+            made.append("event")
     if not isinstance(groups, list):
         raise Refused("%s: \"hooks.%s\" is not a list; left unchanged" % (path, event))
     return groups
@@ -249,17 +254,17 @@ def edits(entry, runner, wanted):
 _ABSENT = object()
 
 
-def merge(data, runner, entry, path="settings", force=False):
+def merge(data, runner, entry, path="settings", force=False, made=None):
     """Put ``entry`` into ``data`` (in place) as the only handler of ours.
 
     An existing handler of ours is replaced where it stands, duplicates
     removed, when each is as an install wrote it (only its paths may
     differ).  One the user changed (arguments, timeout, keys) is kept:
     Edited names the change, unless ``force``.  Returns True when ``data``
-    changed.
+    changed; ``made`` gets "hooks" and "event" for the containers added.
     """
     event = RECORDS[runner]["event"]
-    groups = _groups(data, event, path, create=True)
+    groups = _groups(data, event, path, create=True, made=made)
     slots = _our_slots(groups, runner)
     if len(slots) == 1 and groups[slots[0][0]]["hooks"][slots[0][1]] == entry:
         return False
@@ -277,9 +282,10 @@ def merge(data, runner, entry, path="settings", force=False):
     return True
 
 
-def unmerge(data, runner, path="settings"):
+def unmerge(data, runner, path="settings", keep=()):
     """Remove our handlers from ``data`` (in place), and the group, event
-    list and hooks object they leave empty.  Returns True when it changed."""
+    list and hooks object they leave empty, except those in ``keep``
+    ("hooks", "event": there before install).  Returns True when it changed."""
     event = RECORDS[runner]["event"]
     groups = _groups(data, event, path, create=False)
     if groups is None:
@@ -288,9 +294,9 @@ def unmerge(data, runner, path="settings"):
     if not slots:
         return False
     _drop(groups, slots)
-    if not groups:
+    if not groups and "event" not in keep:
         del data["hooks"][event]
-        if not data["hooks"]:
+        if not data["hooks"] and "hooks" not in keep:
             del data["hooks"]
     return True
 
@@ -331,10 +337,11 @@ def script_edits(text, runner):
 # ------------------------------------------------------------ operations
 
 
-def plan_install(runner, path, command, force=False, old=None):
+def plan_install(runner, path, command, force=False, old=None, made=None):
     """``(new text or None when unchanged, mode)`` for installing into
     ``path`` holding ``old`` (text; None: no file); raises Refused, or
-    Edited when our entry there was changed by the user (not ``force``)."""
+    Edited when our entry there was changed by the user (not ``force``).
+    ``made`` gets the containers the merge adds (see ``merge``)."""
     if kind(runner) == "script":
         new = script(runner, command)
         if old is not None and not is_ours(old, runner):
@@ -346,19 +353,37 @@ def plan_install(runner, path, command, force=False, old=None):
                 raise Edited(diff)
         return (None if old == new else new), RECORDS[runner]["install"][4]
     data = parse_settings(old or "", path)
-    changed = merge(data, runner, handler(runner, command), path, force)
+    changed = merge(data, runner, handler(runner, command), path, force, made)
     return (dump_settings(data) if changed or old is None else None), 0o644
 
 
-def plan_uninstall(runner, path, old):
+def plan_uninstall(runner, path, old, keep=()):
     """The new text for ``path`` holding ``old`` once our hook is out: ""
-    when the file was ours alone, None when there is nothing to do."""
+    when the file was ours alone, None when there is nothing to do.
+    ``keep``: containers to keep even if emptied (see ``unmerge``)."""
     if old is None:
         return None
     if kind(runner) == "script":
         return "" if is_ours(old, runner) else None
     data = parse_settings(old, path)
-    return dump_settings(data) if unmerge(data, runner, path) else None
+    return dump_settings(data) if unmerge(data, runner, path, keep) else None
+
+
+def _restorable(runner, path, raw, rec):
+    # The text install found, when uninstall can put it back byte for byte:
+    # the file is exactly what install wrote, and its backup (the file
+    # before) holds no hook of ours.  Else None (the hook is taken out).
+    if kind(runner) != "json" or raw is None or not rec or not rec.get("backup") \
+            or rec.get("after") != fileutil.digest(raw):
+        return None
+    before = fileutil.read_bytes(rec["backup"])
+    try:
+        text = before.decode("utf-8")
+        groups = _groups(parse_settings(text.lstrip("\ufeff"), path), RECORDS[runner]["event"], path,
+                         create=False)
+    except (AttributeError, UnicodeDecodeError, Refused):
+        return None
+    return None if groups and _our_slots(groups, runner) else text
 
 
 def _kept(runner, path, diff, out):
@@ -417,11 +442,13 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
         return 0
     made = []
     mode = 0o644
+    keys = []
 
     def change(raw):
         nonlocal made, mode
         old = _text(raw, path)
-        new, mode = plan_install(runner, path, command, force, old)
+        del keys[:]
+        new, mode = plan_install(runner, path, command, force, old, keys)
         made = fileutil.missing_parents(real) if old is None else None
         return new
 
@@ -436,6 +463,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
         if raw is None:
             # Uninstall restores what was there: nothing.
             fileutil.note_created(real, made)
+        _note(runner, real, raw, new, saved, keys)
         if mode & 0o111:
             os.chmod(real, os.stat(real).st_mode | 0o111)
     if saved:
@@ -444,6 +472,21 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     out.write("  %s\n" % RECORDS[runner]["note"])
     _warm(runner, project, out)
     return 0
+
+
+def _note(runner, real, raw, new, saved, keys):
+    # What uninstall needs to restore: the keys added, the text written and
+    # the file before.  A re-install over our own untouched write keeps the
+    # first install's record; over a file changed since, the byte-exact
+    # restore is off (the backup no longer says what to go back to).
+    prev = fileutil.installed(real, runner)
+    if prev and raw is not None and fileutil.digest(raw) == prev.get("after"):
+        rec = dict(prev, made=sorted(set(prev.get("made") or ()) | set(keys)))
+    else:
+        rec = {"made": sorted(set((prev or {}).get("made") or ()) | set(keys)),
+               "backup": None if prev else saved}
+    rec["after"] = fileutil.digest(new)
+    fileutil.note_installed(real, runner, rec)
 
 
 def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
@@ -460,10 +503,18 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 
     def change(raw):
         old = _text(raw, path)
-        new = plan_uninstall(runner, path, old)
+        rec = fileutil.installed(real, runner)
+        # Containers install did not add stay, even empty (no record: an
+        # older install; the emptied ones go, as they always did).
+        keep = () if rec is None else tuple(k for k in ("hooks", "event") if k not in (rec.get("made") or ()))
+        new = plan_uninstall(runner, path, old, keep)
         state.update(old=old, new=new)
         if new is None:
             return None
+        exact = _restorable(runner, path, raw, rec)
+        if exact is not None:
+            state["made"] = None
+            return exact
         made = fileutil.created().get(real)
         if made is None and not linked:
             made = fileutil.created().get(os.path.abspath(path))  # recorded by an older version
@@ -503,6 +554,7 @@ def _uninstalled(runner, path, real, new, saved, made, out):
     out.write("backed up %s to %s\n" % (path, saved))
     fileutil.forget_created(real)
     fileutil.forget_created(os.path.abspath(path))  # an older version keyed a link by its own path
+    fileutil.forget_installed(real, runner)
     if new is fileutil.DELETE:
         for d in made or ():
             try:
