@@ -623,8 +623,9 @@ def add_arguments(parser):
     parser.add_argument("--project", metavar="DIR",
                         help="use the project's settings file instead of the user's")
     parser.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
-    parser.add_argument("--force", action="store_true",
-                        help="install: replace a hook entry you edited with the default")
+    if parser.prog.split()[-1] == "install":
+        parser.add_argument("--force", action="store_true",
+                            help="replace a hook entry you edited with the default")
 
 
 def run(args):
