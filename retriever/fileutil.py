@@ -37,8 +37,7 @@ def backup(path, data=None):
     folder = os.path.join(state_dir(), "backups")
     os.makedirs(folder, mode=0o700, exist_ok=True)
     if data is None:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = os.path.join(folder, backup_name(path))
     dest = "%s.bak-%s" % (base, stamp)
@@ -55,8 +54,30 @@ def backup(path, data=None):
     return dest
 
 
-class ReadOnly(Exception):
+class Unchanged(Exception):
+    """The file was left unchanged; the message says why, in one line."""
+
+
+class ReadOnly(Unchanged):
     """The file exists and its owner may not write it: left unchanged."""
+
+
+class NotAFile(Unchanged):
+    """The path names a FIFO, a folder, a device or a socket, not a file:
+    reading a FIFO would wait forever, so it is never opened."""
+
+
+def refuse_special(path):
+    """NotAFile when ``path`` exists (through links) and is not a regular file."""
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                "a socket" if stat.S_ISSOCK(mode) else "a device")
+        raise NotAFile("%s is %s, not a file; left unchanged" % (path, kind))
 
 
 def refuse_read_only(path):
@@ -189,18 +210,30 @@ def write_atomic(path, text, mode=None, expect=False):
 
 
 def read_bytes(path):
-    """The bytes of ``path`` (through a symlink), None when there is no file."""
+    """The bytes of ``path`` (through a symlink), None when there is no
+    file; NotAFile for a FIFO, folder, device or socket (opened without
+    blocking, so a FIFO put there never stalls the installer)."""
+    import stat
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        refuse_special(path)
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            refuse_special(path)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------- read-modify-write
 
 
-class Busy(Exception):
+class Busy(Unchanged):
     """The file could not be updated: another program kept it locked or
     kept changing it.  The message is one line."""
 
@@ -253,7 +286,7 @@ def _file_lock(real, wait):
     deadline = time.monotonic() + wait
     while True:
         try:
-            fd = os.open(real, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             yield
             return
@@ -312,6 +345,7 @@ def update(path, change, mode=None, keep_backup=True):
     real = os.path.realpath(path)
     with install_lock():
         for _ in range(ATTEMPTS):
+            refuse_special(real)  # before any open: a FIFO would block it
             with _file_lock(real, LOCK_WAIT):
                 raw = read_bytes(real)
                 new = change(raw)

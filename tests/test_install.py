@@ -523,3 +523,47 @@ def test_uninstall_keeps_the_empty_lists_that_were_there(run, home, tmp_path):
     write(path, json.dumps(dict(json.load(open(path)), y=2)))  # the user adds a key meanwhile
     ok(run("uninstall", "claude-code"))
     assert json.load(open(path)) == {"hooks": {"UserPromptSubmit": []}, "x": 1, "y": 2}
+
+
+@pytest.mark.parametrize("special", ["fifo", "folder"])
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_fifo_or_folder_at_the_settings_path_is_refused_in_one_line(special, command, run, home, tmp_path):
+    # Opening a FIFO for reading waits for a writer: the installer must
+    # not hang on one (cli's timeout turns a hang into a failure).
+    path = user_file("claude-code", home, tmp_path)
+    os.makedirs(os.path.dirname(path))
+    os.mkfifo(path) if special == "fifo" else os.mkdir(path)
+    proc = run(command, "claude-code")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert ("a FIFO" if special == "fifo" else "a folder") in proc.stderr and path in proc.stderr
+
+
+def test_a_fifo_as_hermes_config_is_refused(run, tmp_path):
+    hh = tmp_path / "hermes-home"
+    hh.mkdir()
+    os.mkfifo(hh / "config.yaml")
+    proc = run("install", "hermes", HERMES_HOME=hh)
+    assert proc.returncode == 1 and "a FIFO" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_hermes_uninstall_removes_the_config_install_created(run, tmp_path):
+    hh = tmp_path / "hermes-home"
+    hh.mkdir()
+    ok(run("install", "hermes", HERMES_HOME=hh))
+    assert (hh / "config.yaml").is_file()
+    ok(run("uninstall", "hermes", HERMES_HOME=hh))
+    assert sorted(os.listdir(hh)) == ["plugins"] and os.listdir(hh / "plugins") == []
+
+
+def test_hermes_leaves_a_users_own_link_at_the_plugin_path(run, tmp_path):
+    hh = tmp_path / "hermes-home"
+    (hh / "plugins").mkdir(parents=True)
+    (hh / "config.yaml").write_text("model:\n  default: m\n")
+    mine = tmp_path / "my-fork"
+    mine.mkdir()
+    (mine / "plugin.yaml").write_text("name: my-fork\n")
+    (hh / "plugins" / "skill-retrieval").symlink_to(mine)
+    proc = run("install", "hermes", HERMES_HOME=hh)
+    assert proc.returncode == 1 and "my-fork" in proc.stderr and proc.stderr.count("\n") == 1
+    ok(run("uninstall", "hermes", HERMES_HOME=hh))
+    assert os.readlink(hh / "plugins" / "skill-retrieval") == str(mine)

@@ -26,7 +26,7 @@ BIN = os.path.join(REPO, "bin", "skill-retrieve")
 MAIN = os.path.join(REPO, "retriever", "__main__.py")
 
 from retriever import fileutil
-from retriever.fileutil import Busy, ReadOnly
+from retriever.fileutil import Unchanged
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
 
@@ -319,7 +319,7 @@ def _text(raw, path):
 
 
 def _read(path):
-    return _text(fileutil.read_bytes(path), path)
+    return _text(fileutil.read_bytes(path), path)  # NotAFile for a FIFO, a folder ...
 
 
 def script_edits(text, runner):
@@ -603,7 +603,7 @@ def _hermes(command, dry_run, out):
         return 0
     try:
         msg = (hermes_install.install if command == "install" else hermes_install.uninstall)(home)
-    except (hermes_install.HermesInstallError, Refused, ReadOnly, Busy) as exc:
+    except (hermes_install.HermesInstallError, Refused, Unchanged) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     if isinstance(msg, int):
@@ -641,7 +641,7 @@ def run(args):
         if command == "uninstall":
             return uninstall(runner, args.project, args.dry_run)
         return install(runner, args.project, args.dry_run, force=getattr(args, "force", False))
-    except (Refused, ReadOnly, Busy) as exc:
+    except (Refused, Unchanged) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     except OSError as exc:
