@@ -151,3 +151,19 @@ def test_each_setting_junk_alone_stays_silent(name, world):
     runner = RUNNERS[list(settings.TABLE).index(name) % len(RUNNERS)]
     for junk in ("junk", "-1"):
         _assert_silent(runner, _hook(runner, dict(env, **{name: junk}), cwd, "installed"))
+
+
+RUNNER_ENV = ("HERMES_HOME", "HERMES_PLATFORM", "CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CODEX_HOME",
+              "GEMINI_PROJECT_DIR", "CLINE_DIR", "OPENCODE_CONFIG_DIR", "XDG_RUNTIME_DIR", "XDG_STATE_HOME")
+
+
+@pytest.mark.parametrize("junk", ["junk", "rel/dir", "\u202e\u2028", "/dev/null", ""])
+def test_the_runners_own_variables_as_junk_keep_every_hook_silent(junk, world):
+    # Not our settings, but read by the hooks (skill folders, platform):
+    # the skills may not be found, and still nothing but JSON comes out.
+    env, cwd = world
+    env = dict(env, SKILL_RETRIEVAL_SEMANTIC="off", **{name: junk for name in RUNNER_ENV})
+    for runner in RUNNERS:
+        proc = _hook(runner, env, cwd, "installed")
+        assert proc.returncode == 0 and proc.stderr == b"", proc
+        _context(runner, proc.stdout)
