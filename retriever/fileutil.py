@@ -328,7 +328,7 @@ def _flock(fd, wait, busy):
 ATTEMPTS = 50
 
 
-def update(path, change, mode=None, keep_backup=True):
+def update(path, change, mode=None):
     """Read-modify-write ``path`` safely; returns ``(old bytes or None,
     what was written: text, DELETE or None when left alone, backup path or
     None)``.
@@ -352,7 +352,7 @@ def update(path, change, mode=None, keep_backup=True):
                 if new is None:
                     return raw, None, None
                 refuse_read_only(real)
-                saved = backup(path, raw) if raw is not None and keep_backup else None
+                saved = backup(path, raw) if raw is not None else None
                 if new is DELETE:
                     done = raw is None or _unlink_if(real, raw)
                 else:
