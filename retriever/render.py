@@ -37,14 +37,22 @@ _BLANKS = dict.fromkeys([0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0]
                         + list(range(0x180B, 0x1810)) + list(range(0xFE00, 0xFE10)))
 
 
+# Cyrillic and Greek letters drawn like a Latin one (after case folding),
+# from Unicode's confusables: "рdf-tools" with a Cyrillic "р" reads as
+# "pdf-tools".
+_LOOK_ALIKE = str.maketrans("аеорсухіјѕԁһԛԝɡοαρνκιτυχ", "aeopcyxijsdhqwgoapvkitux")
+
+
 def name_key(name):
     """What a person sees as the name ``name``: ``one_line`` (invisible and
     bidi characters gone, whitespace as one space), blank fillers dropped,
-    Unicode NFKC (full-width and compatibility forms folded) and case
-    folded.  Two skills with one key are one skill: the first in
-    precedence order is kept (``skills.select``).  Build path only."""
+    Unicode NFKC (full-width and compatibility forms folded), case folded
+    and Cyrillic or Greek look-alikes of Latin letters read as those.  Two
+    skills with one key are one skill: the first in precedence order is
+    kept (``skills.select``).  Build path only."""
     import unicodedata
-    return unicodedata.normalize("NFKC", one_line(name).translate(_BLANKS)).casefold().strip()
+    key = unicodedata.normalize("NFKC", one_line(name).translate(_BLANKS)).casefold().strip()
+    return key.translate(_LOOK_ALIKE)
 # The JSON echo of the query: enough to tell which query a line answers; a
 # 5 MB paste echoed whole made 18.8 MB of output.
 QUERY_ECHO_MAX = 200

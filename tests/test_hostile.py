@@ -487,7 +487,7 @@ def test_the_rotated_rerank_log_stays_0600(tmp_path):
 # -- 6. what a person sees as one name is one skill (issue 31) --------------------
 
 LOOK_ALIKES = ["PDF-Tools", "pdf\u200b-tools", "pdf-\u202etools", "\uff50\uff44\uff46-tools", "pdf-tools\u3164",
-               "pdf-tools\u2060", "pdf\u00ad-tools", " pdf-tools\t"]
+               "pdf-tools\u2060", "pdf\u00ad-tools", " pdf-tools\t", "\u0440df-t\u043e\u043els"]
 
 
 @pytest.mark.parametrize("name", LOOK_ALIKES, ids=[n.encode("unicode_escape").decode() for n in LOOK_ALIKES])
