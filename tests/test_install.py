@@ -567,3 +567,14 @@ def test_hermes_leaves_a_users_own_link_at_the_plugin_path(run, tmp_path):
     assert proc.returncode == 1 and "my-fork" in proc.stderr and proc.stderr.count("\n") == 1
     ok(run("uninstall", "hermes", HERMES_HOME=hh))
     assert os.readlink(hh / "plugins" / "skill-retrieval") == str(mine)
+
+
+def test_a_hook_taken_out_by_hand_then_reinstalled_still_restores_exactly(run, home, tmp_path):
+    path = user_file("claude-code", home, tmp_path)
+    write(path, json.dumps({"model": "opus"}))
+    ok(run("install", "claude-code"))
+    mine = '{\n    "model": "sonnet"\n}'
+    write(path, mine)  # the user edits the file and drops our entry by hand
+    ok(run("install", "claude-code"))
+    ok(run("uninstall", "claude-code"))
+    assert open(path).read() == mine

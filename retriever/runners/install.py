@@ -478,8 +478,11 @@ def _note(runner, real, raw, new, saved, keys):
     # What uninstall needs to restore: the keys added, the text written and
     # the file before.  A re-install over our own untouched write keeps the
     # first install's record; over a file changed since, the byte-exact
-    # restore is off (the backup no longer says what to go back to).
+    # restore is off (the backup no longer says what to go back to); over a
+    # file without our hook, the old record is dropped.
     prev = fileutil.installed(real, runner)
+    if prev and (raw is None or _our_command(runner, _text(raw, real)) is None):
+        prev = None  # our hook was gone (taken out by hand): this install starts afresh
     if prev and raw is not None and fileutil.digest(raw) == prev.get("after"):
         rec = dict(prev, made=sorted(set(prev.get("made") or ()) | set(keys)))
     else:
