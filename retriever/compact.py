@@ -8,6 +8,10 @@ note saying so.  It works on the outgoing request only:
 Hermes keeps the original prompt in its store, so the same rewrite runs on
 every attempt and must give the same bytes each time (prompt cache).
 
+The block is found by its structure (``find_block``), never by the first
+matching tag: descriptions are the skill authors' text, copied verbatim,
+and may hold ``</available_skills>`` or our marker.
+
 Pure functions over plain data; nothing here imports Hermes or the retriever.
 """
 
@@ -18,6 +22,82 @@ MARKER = "<!-- skill-retrieval:compact -->"
 NOTE = ("(Names only: the skills relevant to a request are described after the "
         "user's message; skill_view(name) loads any listed skill.)")
 NAMES_ONLY = " [names only]: "
+# Hermes 0.19.0 writes this sentence right after the block's closing tag;
+# no description can hold it (they are cut to DESC_MAX characters).
+SENTENCE = "Only proceed without loading a skill if genuinely none are relevant to the task."
+DESC_MAX = 60  # Hermes' extract_skill_description: 57 characters and "..."
+
+
+def _trailer_closes(text):
+    # Where closing tags followed by what Hermes (or our compaction) writes
+    # after the block start; None when there is none (another layout).
+    out = set()
+    for tail in ("\n\n" + SENTENCE, "\n" + NOTE):
+        at = text.find("\n" + CLOSE + tail)
+        while at >= 0:
+            out.add(at + 1)
+            at = text.find("\n" + CLOSE + tail, at + 1)
+    return out or None
+
+
+def _is_index_line(line):
+    # A category line (2 spaces, then a name) or a skill line (4 spaces, "- ").
+    return line.startswith("    - ") or (line.startswith("  ") and line[2:3] not in ("", " "))
+
+
+def _close_of(text, at, ends):
+    """Where the block whose lines start at ``at`` closes, or None.
+
+    Hermes writes one line per category and per skill; only a skill's
+    description (at most DESC_MAX characters, newlines included) may run
+    over several lines.  ``slack`` is how many characters of description
+    text may still follow.  A closing tag that cannot be description text
+    ends the block; one that could is remembered, and the block ends at the
+    last of those when a line turns up that cannot belong to the block.
+    With ``ends`` (closing tags followed by Hermes' sentence or our note)
+    only those close it.  None: the text after ``at`` is not Hermes' block.
+    """
+    slack, last = 0, None
+    while True:
+        nl = text.find("\n", at)
+        line = text[at:] if nl < 0 else text[at:nl]
+        cost = len(line) + 1
+        if line == CLOSE and (ends is None or at in ends):
+            if cost > slack:
+                return at
+            last, slack = at, slack - cost
+        elif _is_index_line(line) or (line == MARKER and last is None and slack == 0):
+            # Either a new line of the index or, if it fits, more description.
+            desc = line[6:].partition(": ")[2] if line.startswith("    - ") and ": " in line[6:] else None
+            new = DESC_MAX - len(desc) if desc is not None else 0
+            slack = max(slack - cost, new) if cost <= slack else new
+        elif cost <= slack:
+            slack -= cost
+        else:
+            return last
+        if nl < 0:
+            return last
+        at = nl + 1
+
+
+def find_block(text):
+    """``(start, close)``: where the skills block of ``text`` opens (its
+    ``<available_skills>`` tag) and where its closing tag is, or None.
+
+    The block is the first opening tag on a line of its own whose lines
+    parse as Hermes writes them (``_close_of``); a tag inside a
+    description neither opens nor closes it."""
+    if not isinstance(text, str):
+        return None
+    ends = _trailer_closes(text)
+    at = text.find(OPEN + "\n")
+    while at >= 0:
+        if at == 0 or text[at - 1] == "\n":
+            close = _close_of(text, at + len(OPEN) + 1, ends)
+            if close is not None:
+                return at, close
+        at = text.find(OPEN + "\n", at + 1)
+    return None
 
 
 def _category_names(inner):
@@ -62,17 +142,14 @@ def compact_text(text):
     """``text`` with its ``<available_skills>`` block in names-only form and
     the note after it; None when there is no complete block or it is
     already compact (idempotence)."""
-    if not isinstance(text, str):
+    found = find_block(text)
+    if found is None:
         return None
-    i = text.find(OPEN)
-    if i < 0:
-        return None
-    start = i + len(OPEN)
-    j = text.find(CLOSE, start)
-    if j < 0:
-        return None
-    inner = text[start:j]
-    if MARKER in inner:
+    i, j = found
+    inner = text[i + len(OPEN):j]
+    if inner.startswith("\n" + MARKER + "\n"):
+        # Compact already: our marker as the block's first line, where
+        # Hermes always writes a category line, so no description forges it.
         return None
     block = OPEN + "\n" + MARKER + "\n" + "".join(c + "\n" for c in names_only_lines(inner)) + CLOSE
     return text[:i] + block + "\n" + NOTE + text[j + len(CLOSE):]
@@ -133,13 +210,10 @@ def rewrite_request(request):
 def block_names(text):
     """The skill names listed in the ``<available_skills>`` block of
     ``text`` (original or compact form), or None when there is no block."""
-    if not isinstance(text, str):
+    found = find_block(text)
+    if found is None:
         return None
-    i = text.find(OPEN)
-    j = text.find(CLOSE, i + 1) if i >= 0 else -1
-    if j < 0:
-        return None
-    return {n for names in _category_names(text[i + len(OPEN):j]).values() for n in names}
+    return {n for names in _category_names(text[found[0] + len(OPEN):found[1]]).values() for n in names}
 
 
 def request_system_text(request):

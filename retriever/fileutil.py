@@ -1,10 +1,15 @@
-"""Writing a user's files safely: backups and atomic replacement.
+"""Writing a user's files safely: backups, atomic replacement, a lock.
 
 The installers change files that belong to the user (a runner's settings,
-Hermes' config.yaml); these are the only ways they write them.  Cold path.
+Hermes' config.yaml); these are the only ways they write them.  ``update``
+is the one read-modify-write: under the installers' lock, backed up, and
+replaced only if the file still holds what was read (another program may
+rewrite it meanwhile: its change is merged, never lost).  Cold path.
 """
 
+import contextlib
 import os
+import threading
 import time
 
 
@@ -23,28 +28,56 @@ def backup_name(path):
     return os.path.abspath(path).lstrip("/").replace("/", "%")
 
 
-def backup(path):
-    """Copy ``path`` to ``<state>/backups/<path with / as %>.bak-YYYYmmdd-HHMMSS``
-    (never overwriting an earlier backup), mode 0600.  Backups never go
-    beside the file: a runner that runs every file in its hooks folder
-    (Cline) would run a backup too.  Returns the backup's path."""
-    import shutil
+def backup(path, data=None):
+    """Copy ``path`` (or save ``data``, the bytes read from it) to
+    ``<state>/backups/<path with / as %>.bak-YYYYmmdd-HHMMSS`` (never
+    overwriting an earlier backup), mode 0600.  Backups never go beside the
+    file: a runner that runs every file in its hooks folder (Cline) would
+    run a backup too.  Returns the backup's path."""
     folder = os.path.join(state_dir(), "backups")
     os.makedirs(folder, mode=0o700, exist_ok=True)
+    if data is None:
+        data = read_bytes(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = os.path.join(folder, backup_name(path))
     dest = "%s.bak-%s" % (base, stamp)
     n = 1
-    while os.path.exists(dest):
-        dest = "%s.bak-%s-%d" % (base, stamp, n)
-        n += 1
-    shutil.copyfile(path, dest)
-    os.chmod(dest, 0o600)
+    while True:
+        try:
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except FileExistsError:
+            dest = "%s.bak-%s-%d" % (base, stamp, n)
+            n += 1
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     return dest
 
 
-class ReadOnly(Exception):
+class Unchanged(Exception):
+    """The file was left unchanged; the message says why, in one line."""
+
+
+class ReadOnly(Unchanged):
     """The file exists and its owner may not write it: left unchanged."""
+
+
+class NotAFile(Unchanged):
+    """The path names a FIFO, a folder, a device or a socket, not a file:
+    reading a FIFO would wait forever, so it is never opened."""
+
+
+def refuse_special(path):
+    """NotAFile when ``path`` exists (through links) and is not a regular file."""
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                "a socket" if stat.S_ISSOCK(mode) else "a device")
+        raise NotAFile("%s is %s, not a file; left unchanged" % (path, kind))
 
 
 def refuse_read_only(path):
@@ -59,39 +92,78 @@ def refuse_read_only(path):
                        "to change it" % (path, mode & 0o7777))
 
 
-def _created_file():
-    return os.path.join(state_dir(), "created.json")
-
-
-def created():
-    """``{file: [folders]}``: the files install created (none was there
-    before) and the folders it made for them, deepest first."""
+def _record(name):
+    # One of our JSON records in the state folder ({} when missing or bad).
     import json
     try:
-        with open(_created_file(), encoding="utf-8") as f:
+        with open(os.path.join(state_dir(), name), encoding="utf-8") as f:
             data = json.load(f)
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
 
 
+def _save(name, data):
+    import json
+    write_atomic(os.path.join(state_dir(), name), json.dumps(data, indent=1) + "\n", 0o600)
+
+
+def created():
+    """``{file: [folders]}``: the files install created (none was there
+    before) and the folders it made for them, deepest first."""
+    return _record("created.json")
+
+
 def note_created(path, folders):
     """Record that ``path`` (and ``folders``) did not exist before install."""
-    import json
     data = created()
     data[os.path.abspath(path)] = list(folders)
-    write_atomic(_created_file(), json.dumps(data, indent=1) + "\n", 0o600)
+    _save("created.json", data)
 
 
 def forget_created(path):
     """Drop the record of ``path``; returns the folders recorded with it,
     or None when install did not create it."""
-    import json
     data = created()
     folders = data.pop(os.path.abspath(path), None)
     if folders is not None:
-        write_atomic(_created_file(), json.dumps(data, indent=1) + "\n", 0o600)
+        _save("created.json", data)
     return folders
+
+
+def installed(path, runner):
+    """What install recorded about its change to ``path`` for ``runner``
+    (a dict, see ``note_installed``), or None."""
+    rec = _record("installed.json").get(os.path.abspath(path), {}).get(runner)
+    return rec if isinstance(rec, dict) else None
+
+
+def note_installed(path, runner, rec):
+    """Record install's change to ``path``: ``rec`` holds ``made`` (the
+    keys install added to hold its entry), ``after`` (the sha256 of the
+    text it wrote) and ``backup`` (the file before it, or None), so
+    uninstall can put back exactly what was there."""
+    data = _record("installed.json")
+    data.setdefault(os.path.abspath(path), {})[runner] = rec
+    _save("installed.json", data)
+
+
+def forget_installed(path, runner):
+    """Drop and return the record of ``note_installed`` (or None)."""
+    data = _record("installed.json")
+    recs = data.get(os.path.abspath(path), {})
+    rec = recs.pop(runner, None)
+    if rec is not None:
+        if not recs:
+            del data[os.path.abspath(path)]
+        _save("installed.json", data)
+    return rec if isinstance(rec, dict) else None
+
+
+def digest(data):
+    """sha256 hex of ``data`` (bytes or text as UTF-8)."""
+    import hashlib
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
 
 def missing_parents(path):
@@ -104,10 +176,14 @@ def missing_parents(path):
     return out
 
 
-def write_atomic(path, text, mode=None):
+def write_atomic(path, text, mode=None, expect=False):
     """Write ``text`` via a temp file and rename, keeping the old file's
     permissions (or ``mode`` for a new file).  A symlinked file (dotfiles)
-    is written at its target, so the link and what it points to survive."""
+    is written at its target, so the link and what it points to survive.
+
+    With ``expect`` (the bytes read before, None for "absent") the rename
+    happens only if the file still holds them; returns False, writing
+    nothing, when another program changed it meanwhile."""
     if os.path.islink(path):
         path = os.path.realpath(path)
     d = os.path.dirname(path)
@@ -116,14 +192,183 @@ def write_atomic(path, text, mode=None):
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o644 if mode is None else mode
-    tmp = "%s.tmp-%d" % (path, os.getpid())
+    # pid and thread: two writers in one process must not share a temp file.
+    tmp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        if expect is not False and read_bytes(path) != expect:
+            return False
         os.replace(tmp, path)
+        return True
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def read_bytes(path):
+    """The bytes of ``path`` (through a symlink), None when there is no
+    file; NotAFile for a FIFO, folder, device or socket (opened without
+    blocking, so a FIFO put there never stalls the installer)."""
+    import stat
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        refuse_special(path)
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            refuse_special(path)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------- read-modify-write
+
+
+class Busy(Unchanged):
+    """The file could not be updated: another program kept it locked or
+    kept changing it.  The message is one line."""
+
+
+DELETE = object()  # returned by an ``update`` change: remove the file
+
+_lock_depth = threading.local()
+LOCK_WAIT = 15.0  # seconds an installer waits for another one
+
+
+@contextlib.contextmanager
+def install_lock(wait=None):
+    """Hold the installers' lock: ``<state>/install.lock``, taken with
+    flock.  Every install and uninstall of ours (any runner, any file, any
+    process) runs under it, so they never interleave, and the records in
+    the state folder stay whole.  Re-entrant within a thread; raises Busy
+    after ``wait`` seconds."""
+    depth = getattr(_lock_depth, "n", 0)
+    if depth:
+        _lock_depth.n = depth + 1
+        try:
+            yield
+        finally:
+            _lock_depth.n -= 1
+        return
+    folder = state_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, "install.lock")
+    # Each open is its own open file description, so the flock excludes
+    # other threads of this process too.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        _flock(fd, LOCK_WAIT if wait is None else wait,
+               "another skill-retrieve install or uninstall holds %s; try again when it has finished" % path)
+        _lock_depth.n = 1
+        try:
+            yield
+        finally:
+            _lock_depth.n = 0
+    finally:
+        os.close(fd)  # releases the flock
+
+
+@contextlib.contextmanager
+def _file_lock(real, wait):
+    # The user's file itself, flocked while it exists: a program that edits
+    # it under flock (and re-checks, once it holds the lock, that the path
+    # still names the file it locked, as we do) and we take turns.  Best
+    # effort: a filesystem without flock is not a reason to refuse.
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            yield
+            return
+        try:
+            _flock(fd, max(0.0, deadline - time.monotonic()),
+                   "%s is locked by another program; left unchanged - try again" % real)
+            try:
+                same = os.fstat(fd).st_ino == os.stat(real).st_ino
+            except OSError:
+                same = False
+        except Busy:
+            os.close(fd)
+            raise
+        except OSError:
+            same = True  # no flock here: go on unlocked
+        if same:
+            break
+        os.close(fd)  # replaced while we waited: lock the file there now
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def _flock(fd, wait, busy):
+    # An exclusive flock, polled so the wait is bounded; Busy(busy) after it.
+    import fcntl
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise Busy(busy) from None
+            time.sleep(0.02)
+
+
+ATTEMPTS = 50
+
+
+def update(path, change, mode=None):
+    """Read-modify-write ``path`` safely; returns ``(old bytes or None,
+    what was written: text, DELETE or None when left alone, backup path or
+    None)``.
+
+    Under the installers' lock (and a flock on the file), ``change(raw)``
+    gets the file's bytes (None when there is none) and returns its new
+    text, DELETE, or None to leave it.  The old bytes are backed up, then
+    the new text replaces the file only if it still holds the bytes that
+    were read; if another program wrote it meanwhile, ``change`` runs again
+    on what it wrote, so neither side's edit is lost.  A symlinked file is
+    changed at its target; DELETE removes the target, never the link.
+    ``change`` may raise to refuse; Busy when the file never held still.
+    """
+    real = os.path.realpath(path)
+    with install_lock():
+        for _ in range(ATTEMPTS):
+            refuse_special(real)  # before any open: a FIFO would block it
+            with _file_lock(real, LOCK_WAIT):
+                raw = read_bytes(real)
+                new = change(raw)
+                if new is None:
+                    return raw, None, None
+                refuse_read_only(real)
+                saved = backup(path, raw) if raw is not None else None
+                if new is DELETE:
+                    done = raw is None or _unlink_if(real, raw)
+                else:
+                    done = write_atomic(real, new, mode, expect=raw)
+                if done:
+                    return raw, new, saved
+                if saved:
+                    os.unlink(saved)
+            time.sleep(0.005)
+    raise Busy("%s kept changing while it was being updated (another program is writing it); "
+               "left unchanged - try again" % path)
+
+
+def _unlink_if(real, raw):
+    # Delete only what was read: a file rewritten meanwhile is someone's.
+    if read_bytes(real) != raw:
+        return False
+    os.unlink(real)
+    return True

@@ -24,16 +24,42 @@ def one_line(text):
     a folder name or a description holding a newline could otherwise add
     lines to the injected block (a forged "## Retrieved Skills" heading),
     and ESC, BEL, NUL or a bidi override (U+202E) would reach the user's
-    terminal raw.  Anything ``str.isprintable`` rejects (C0 and C1
-    controls, line and paragraph separators, format characters such as
-    U+202A-U+202E and U+2066-U+2069, unassigned and surrogate code points)
-    becomes a space, and runs of spaces become one.
+    terminal raw.  Whitespace and C0/C1 controls become a space; anything
+    else ``str.isprintable`` rejects (invisible format characters such as
+    U+200B and the bidi controls U+202A-U+202E, U+2066-U+2069, unassigned
+    and surrogate code points) is dropped, so "pdf\u200b-tools" shows as
+    the "pdf-tools" a person reads; runs of spaces become one.
     """
     if not isinstance(text, str):
         text = str(text)
     if not text.isprintable():
-        text = "".join(c if c.isprintable() else " " for c in text)
+        text = "".join(c if c.isprintable() else " " if c.isspace() or ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f
+                       else "" for c in text)
     return " ".join(text.split())
+
+
+# Printable, yet shown as nothing: Hangul fillers, Khmer inherent vowels,
+# the combining grapheme joiner, Mongolian and plain variation selectors.
+_BLANKS = dict.fromkeys([0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0]
+                        + list(range(0x180B, 0x1810)) + list(range(0xFE00, 0xFE10)))
+
+
+# Cyrillic and Greek letters drawn like a Latin one (after case folding),
+# from Unicode's confusables: "рdf-tools" with a Cyrillic "р" reads as
+# "pdf-tools".
+_LOOK_ALIKE = str.maketrans("аеорсухіјѕԁһԛԝɡοαρνκιτυχ", "aeopcyxijsdhqwgoapvkitux")
+
+
+def name_key(name):
+    """What a person sees as the name ``name``: ``one_line`` (invisible and
+    bidi characters gone, whitespace as one space), blank fillers dropped,
+    Unicode NFKC (full-width and compatibility forms folded), case folded
+    and Cyrillic or Greek look-alikes of Latin letters read as those.  Two
+    skills with one key are one skill: the first in precedence order is
+    kept (``skills.select``).  Build path only."""
+    import unicodedata
+    key = unicodedata.normalize("NFKC", one_line(name).translate(_BLANKS)).casefold().strip()
+    return key.translate(_LOOK_ALIKE)
 # The JSON echo of the query: enough to tell which query a line answers; a
 # 5 MB paste echoed whole made 18.8 MB of output.
 QUERY_ECHO_MAX = 200

@@ -8,6 +8,7 @@ shadowing) in one pass.  Every SKILL.md ends up either indexed or named in
 import os
 
 from retriever import discover, frontmatter
+from retriever.render import name_key
 
 
 # The largest of 3,741 real SKILL.md files is 290 KiB; past this, the rest
@@ -222,12 +223,15 @@ def select(roots, jobs, results, disabled=frozenset()):
         if rec["name"] in disabled or (folder in disabled and not plugin_skill):
             c["disabled"] += 1
             continue
-        prev = by_name.get(rec["name"])
+        # Names that look the same are the same skill: a lower-precedence
+        # "PDF-tools" or "pdf\u200b-tools" never sits beside "pdf-tools".
+        key = name_key(rec["name"])
+        prev = by_name.get(key)
         if prev is not None:
             problems.append((md, "duplicate name %r; shadowed by %s" % (rec["name"], prev)))
             c["shadowed"] += 1
             continue
-        by_name[rec["name"]] = md
+        by_name[key] = md
         recs.append(rec)
         c["indexed"] += 1
     return recs, problems, counts

@@ -879,6 +879,346 @@ def fuzz_helper(n, seed, work):
     return counts, notes
 
 
+# ------------------------------------------------- installers (issue 31)
+#
+# The real installers (retriever.runners.install, in process, with the
+# index warm-up off), each trial on a home of its own:
+#   edit   a random settings file (other keys, other hooks, empty lists),
+#          install, a random user edit, install again (a third of the time
+#          with --force), uninstall;
+#   link   the settings file is a dotfiles symlink: dangling, into folders
+#          that do not exist, to an existing file, a chain, a loop;
+#   race   installer processes and other writers of one settings file at
+#          once: writers that take the file's flock (re-checking the path
+#          once they hold it), and writers that take no lock at all.
+# Counted failures: crashes (a traceback, or a refusal that is not one
+# line), user edits lost, other keys lost (anything not ours changed by
+# install + uninstall), hooks left behind, links lost, files damaged
+# (unparseable or holding two entries of ours) and keys lost to a locking
+# writer.  Keys lost to a writer that takes no lock are counted apart: no
+# lock we take can order a writer that ignores locks, and the window left
+# is the microseconds between our re-read and the rename.
+
+INSTALL_FAILURES = ("crashes", "user edits lost", "other keys lost", "hooks left behind", "links lost",
+                    "files damaged", "keys lost to a locking writer")
+_JSON_RUNNERS = ("claude-code", "codex", "gemini")
+_SETTINGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
+             "gemini": ".gemini/settings.json"}
+
+
+def _installer():
+    from retriever.runners import install as inst
+    inst._warm = lambda *a: None  # the index build is not what is fuzzed
+    return inst
+
+
+def _is_ours(h, runner):
+    cmd = h.get("command") if isinstance(h, dict) else None
+    return isinstance(cmd, str) and ("skill-retrieve" in cmd or "retriever/__main__.py" in cmd) \
+        and (" hook %s" % runner) in cmd
+
+
+def _ours_in(data, runner):
+    from retriever.runners.registry import RUNNERS
+    groups = (data.get("hooks") or {}).get(RUNNERS[runner]["event"]) or []
+    return [h for g in groups if isinstance(g, dict) for h in (g.get("hooks") or []) if _is_ours(h, runner)]
+
+
+def _random_settings(rng, runner):
+    from retriever.runners.registry import RUNNERS
+    data = {}
+    for _ in range(rng.randrange(0, 5)):
+        data[rng.choice(["model", "theme", "env", "permissions", "ünïcode ✓", "x-%d" % rng.randrange(99)])] = \
+            rng.choice(["opus", 3, 1.5, True, None, [1, "two"], {"allow": ["Bash(ls:*)"]}, "a\nb"])
+    if rng.random() < 0.7:
+        hooks = data["hooks"] = {}
+        for ev in rng.sample([RUNNERS[runner]["event"], "PreToolUse", "Stop"], rng.randrange(1, 3)):
+            hooks[ev] = [{"hooks": [{"type": "command", "command": "echo other-%d" % k}]}
+                         for k in range(rng.randrange(0, 3))]
+    return data
+
+
+def _user_edit(rng, data, runner, tmp):
+    """Edit our entry in ``data`` as a person might; returns True when the
+    edit is one install must keep (not only the paths changed)."""
+    (h,) = _ours_in(data, runner)
+    kind = rng.choice(["args", "timeout", "key", "paths", "none", "other-key"])
+    if kind == "args":
+        h["command"] += " -k %d" % rng.randrange(1, 9)
+    elif kind == "timeout":
+        h["timeout"] = h["timeout"] * rng.randrange(2, 5)
+    elif kind == "key":
+        h["statusMessage"] = "retrieving skills"
+    elif kind == "paths":
+        import shlex
+        argv = shlex.split(h["command"])
+        h["command"] = "%s -I -S %s hook %s" % (shlex.quote(sys.executable),
+                                                shlex.quote(os.path.join(tmp, "moved", "bin", "skill-retrieve")),
+                                                runner)
+    elif kind == "other-key":
+        data["added-by-user"] = rng.randrange(1000)
+    return kind in ("args", "timeout", "key")
+
+
+def _call(fn, *a, **k):
+    """``(exit code, stdout, stderr)`` of an installer call, as the CLI
+    turns them: a Refused or Busy is one line on stderr."""
+    import io
+    from retriever import fileutil
+    inst = _installer()
+    ReadOnly, Busy = fileutil.ReadOnly, getattr(fileutil, "Busy", inst.Refused)  # (older code has no Busy)
+    out, err = io.StringIO(), io.StringIO()
+    real = sys.stderr
+    sys.stderr = err
+    try:
+        code = fn(*a, out=out, **k)
+    except (inst.Refused, ReadOnly, Busy) as exc:
+        err.write("skill-retrieve: %s\n" % exc)
+        code = 1
+    except OSError as exc:
+        err.write("skill-retrieve: cannot update %s\n" % exc)
+        code = 1
+    finally:
+        sys.stderr = real
+    return code, out.getvalue(), err.getvalue()
+
+
+def _load(path):
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def _edit_trial(rng, work, i, counts, notes):
+    inst = _installer()
+    runner = rng.choice(_JSON_RUNNERS)
+    home = os.path.join(work, "edit%d" % i)
+    os.makedirs(home)
+    os.environ["HOME"] = home
+    path = os.path.join(home, _SETTINGS[runner])
+    initial = None if rng.random() < 0.2 else _random_settings(rng, runner)
+    if initial is not None:
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(initial, ensure_ascii=rng.random() < 0.5, indent=rng.choice([None, 2, 4, "\t"])))
+    code, _, err = _call(inst.install, runner)
+    data = _load(path)
+    if code != 0 or data is None or len(_ours_in(data, runner)) != 1:
+        counts["crashes"] += 1
+        notes.append("edit %d: first install: %r" % (i, err[-200:]))
+        return
+    keep = _user_edit(rng, data, runner, work)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2)
+    edited = open(path, "rb").read()
+    force = rng.random() < 0.33
+    code, out, err = _call(inst.install, runner, **({"force": True} if force else {}))
+    after = _load(path)
+    if err.count("\n") > 1 or "Traceback" in err:
+        counts["crashes"] += 1
+        notes.append("edit %d: %r" % (i, err[-200:]))
+    if keep and not force:
+        if open(path, "rb").read() != edited:
+            counts["user edits lost"] += 1
+            notes.append("edit %d (%s): the edited entry was replaced" % (i, runner))
+    elif after is None or _ours_in(after, runner) != [inst.handler(runner, inst.hook_command(runner))]:
+        counts["files damaged"] += 1
+        notes.append("edit %d (%s): not one default entry after re-install" % (i, runner))
+    user_keys = {k: v for k, v in data.items() if k == "added-by-user"}
+    code, _, err = _call(inst.uninstall, runner)
+    final = _load(path)
+    if code != 0 or "Traceback" in err:
+        counts["crashes"] += 1
+        notes.append("edit %d: uninstall: %r" % (i, err[-200:]))
+        return
+    if final is not None and _ours_in(final, runner):
+        counts["hooks left behind"] += 1
+        notes.append("edit %d (%s): a hook survived uninstall" % (i, runner))
+    want = None if initial is None and not user_keys else dict(initial or {}, **user_keys)
+    if final != want:
+        counts["other keys lost"] += 1
+        notes.append("edit %d (%s): %r became %r" % (i, runner, want, final))
+
+
+def _link_trial(rng, work, i, counts, notes):
+    inst = _installer()
+    runner = rng.choice(_JSON_RUNNERS + ("cline",))
+    home = os.path.join(work, "link%d" % i)
+    os.makedirs(home)
+    os.environ["HOME"] = home
+    path = inst.settings_path(runner)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    dot = os.path.join(home, "dotfiles", *["d%d" % k for k in range(rng.randrange(0, 3))])
+    target = os.path.join(dot, "target")
+    shape = rng.choice(["dangling", "existing", "chain", "loop"])
+    before = None
+    if shape == "existing" and runner != "cline":
+        os.makedirs(dot, exist_ok=True)
+        before = _random_settings(rng, runner)
+        with open(target, "w", encoding="utf-8") as f:
+            json.dump(before, f)
+    if shape == "chain":
+        middle = os.path.join(home, "middle-link")
+        os.symlink(target, middle)
+        os.symlink(middle, path)
+    elif shape == "loop":
+        other = os.path.join(home, "loop-link")
+        os.symlink(path, other)
+        os.symlink(other, path)
+    else:
+        os.symlink(target, path)
+    link_was = os.readlink(path)
+    results = [_call(inst.install, runner), _call(inst.uninstall, runner)]
+    for code, out, err in results:
+        if "Traceback" in err or err.count("\n") > 1 or (code != 0 and not err):
+            counts["crashes"] += 1
+            notes.append("link %d (%s, %s): %r" % (i, runner, shape, err[-200:]))
+    if shape == "loop":
+        if any(code == 0 for code, _, _ in results):
+            counts["crashes"] += 1
+            notes.append("link %d: a link loop was 'installed'" % i)
+    if not os.path.islink(path) or os.readlink(path) != link_was:
+        counts["links lost"] += 1
+        notes.append("link %d (%s, %s): the link is gone or changed" % (i, runner, shape))
+        return
+    if shape == "loop":
+        return
+    if before is not None:
+        if _load(target) != before:
+            counts["other keys lost"] += 1
+            notes.append("link %d (%s): target %r became %r" % (i, runner, before, _load(target)))
+    elif os.path.lexists(target) or os.path.exists(os.path.join(home, "dotfiles")):
+        counts["hooks left behind"] += 1
+        notes.append("link %d (%s, %s): install's target or folders outlived uninstall" % (i, runner, shape))
+
+
+# Each process waits for the "go" file, so writers and installers overlap.
+_WRITER = r"""
+import fcntl, json, os, random, sys, time
+path, tag, n, locking, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
+rng = random.Random(seed)
+while not os.path.exists(path + ".go"):
+    time.sleep(0.001)
+for j in range(n):
+    fd = None
+    while locking:
+        fd = os.open(path, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            break
+        os.close(fd)
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    data["%s-%d" % (tag, j)] = j
+    tmp = "%s.w-%s" % (path, tag)
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+    if fd is not None:
+        os.close(fd)
+    time.sleep(rng.random() * 0.004)
+"""
+
+_INSTALLER = r"""
+import os, random, sys, time
+sys.path.insert(0, sys.argv[1])
+from retriever.runners import install as inst
+inst._warm = lambda *a: None
+rng = random.Random(int(sys.argv[3]))
+devnull = open(os.devnull, "w")
+path = inst.settings_path("claude-code")
+while not os.path.exists(path + ".go"):
+    time.sleep(0.001)
+for _ in range(int(sys.argv[2])):
+    (inst.install if rng.random() < 0.6 else inst.uninstall)("claude-code", out=devnull)
+"""
+
+
+def _race_trial(rng, work, i, counts, notes, locking):
+    import subprocess
+    home = os.path.join(work, "race%d" % i)
+    path = os.path.join(home, ".claude", "settings.json")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"model": "opus"}, f)
+    env = dict(os.environ, HOME=home)
+    n_writes = 40
+    # Two locking writers take turns with each other too; two writers that
+    # take no lock would lose each other's keys, so such a round has one.
+    writers = 2 if locking else 1
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, path, "w%d" % w, str(n_writes),
+                               "1" if locking else "0", str(rng.randrange(1 << 30))], env=env)
+             for w in range(writers)]
+    procs += [subprocess.Popen([sys.executable, "-c", _INSTALLER, REPO, "25", str(rng.randrange(1 << 30))],
+                               env=env, stderr=subprocess.PIPE) for _ in range(2)]
+    time.sleep(0.3)  # all started and waiting
+    open(path + ".go", "w").close()
+    errs = []
+    for p in procs:
+        try:
+            _, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+            counts["crashes"] += 1
+            notes.append("race %d: a process hung" % i)
+        if p.returncode:
+            errs.append((err or b"").decode("utf-8", "replace")[-300:])
+    # A writer that takes no lock may itself overwrite an install: that is
+    # its loss, and our installers must survive it.
+    if errs:
+        counts["crashes"] += 1
+        notes.append("race %d: %r" % (i, errs[:1]))
+    data = _load(path)
+    if not isinstance(data, dict) or len(_ours_in(data, "claude-code")) > 1:
+        counts["files damaged"] += 1
+        notes.append("race %d: %r" % (i, str(data)[:200]))
+        return
+    lost = sum("w%d-%d" % (w, j) not in data for w in range(writers) for j in range(n_writes))
+    if data.get("model") != "opus":
+        lost += 1
+    counts["keys lost to a locking writer" if locking else "keys lost to a writer taking no lock"] += lost
+    if lost:
+        notes.append("race %d (%s): %d keys lost" % (i, "locking" if locking else "no lock", lost))
+
+
+def fuzz_installers(n, seed, work):
+    """``n`` edit trials, ``n // 4`` link trials and a few rounds of racing
+    writers against the installers.  Returns ``(counts, notes)``."""
+    rng = random.Random(seed)
+    counts = dict.fromkeys(("trials",) + INSTALL_FAILURES + ("keys lost to a writer taking no lock",), 0)
+    notes = []
+    home = os.environ.get("HOME")
+    os.environ["XDG_STATE_HOME"] = os.path.join(work, "state")
+    for k in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCODE_CONFIG_DIR", "CLINE_DIR"):
+        os.environ.pop(k, None)
+    trials = [("edit", k) for k in range(n)] + [("link", k) for k in range(max(1, n // 4))]
+    rng.shuffle(trials)
+    trials += [("race", k) for k in range(max(2, n // 40))]
+    try:
+        for kind, k in trials:
+            counts["trials"] += 1
+            if kind == "race":
+                fn = lambda: _race_trial(rng, work, k, counts, notes, locking=k % 2 == 0)  # noqa: E731
+            else:
+                fn = lambda: (_edit_trial if kind == "edit" else _link_trial)(rng, work, k, counts, notes)  # noqa: E731
+            outcome, value = _trial(fn, 180 if kind == "race" else HANG_SECONDS)
+            if outcome != "ok":
+                counts["crashes"] += 1
+                notes.append("%s %s %d: %s" % (outcome, kind, k, (value or "").splitlines()[-1:]))
+    finally:
+        if home is not None:
+            os.environ["HOME"] = home
+    return counts, notes
+
+
+def install_table(counts):
+    """The installer campaign's rows as text."""
+    return "\n".join("%-38s %8s" % (k, v) for k, v in counts.items())
+
+
 def table(results):
     """The summary table as text: one column per campaign run, the first
     round's failure rows first."""
@@ -900,9 +1240,10 @@ def main(argv=None):
     ap.add_argument("--mutations", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=15)
     ap.add_argument("--campaigns", default="skills,index",
-                    help="comma-separated: skills, index, sidefiles, helper (default skills,index)")
+                    help="comma-separated: skills, index, sidefiles, helper, installers (default skills,index)")
     ap.add_argument("--side-files", type=int, default=40, help="side-file trials (issue 31)")
     ap.add_argument("--helper", type=int, default=10, help="rounds of hostile helper clients (issue 31)")
+    ap.add_argument("--installers", type=int, default=200, help="installer trials (issue 31)")
     ap.add_argument("--json", action="store_true", help="print the counts as JSON (for the test)")
     args = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -921,7 +1262,8 @@ def main(argv=None):
         campaigns = {"skills": lambda w: fuzz_skills(args.skills, args.seed, w),
                      "index": lambda w: fuzz_index(args.mutations, args.seed, w),
                      "sidefiles": lambda w: fuzz_side_files(args.side_files, args.seed, w),
-                     "helper": lambda w: fuzz_helper(args.helper, args.seed, w)}
+                     "helper": lambda w: fuzz_helper(args.helper, args.seed, w),
+                     "installers": lambda w: fuzz_installers(args.installers, args.seed, w)}
         for name in args.campaigns.split(","):
             w = os.path.join(work, name)
             os.mkdir(w)

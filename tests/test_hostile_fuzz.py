@@ -80,3 +80,21 @@ def test_fuzz_the_helper():
         pytest.skip("the semantic extra is not installed")
     counts = _round_two("helper", "--helper", "10")
     assert counts["trials"] >= 11
+
+
+def test_fuzz_installers():
+    """Issue 31: the installers against re-installs after user edits,
+    dotfiles links and concurrent writers (200 edit trials, 50 link trials,
+    5 rounds of racing writers; ``hostile_fuzz.fuzz_installers``)."""
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "hostile_fuzz.py"), "--json", "--campaigns", "installers",
+                           "--installers", "200", "--seed", "31"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600, preexec_fn=_limit_memory)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
+    results = json.loads(proc.stdout)
+    sys.path.insert(0, HERE)
+    from hostile_fuzz import INSTALL_FAILURES, install_table
+    print("\n" + install_table(results["installers"]) + "\n(seed 31, %ss)" % results["seconds"])
+    counts = results["installers"]
+    assert counts["trials"] >= 250
+    failures = {k: counts[k] for k in INSTALL_FAILURES if counts[k]}
+    assert failures == {}, (failures, results["notes"])

@@ -7,6 +7,7 @@ file that is not valid JSON must never be overwritten, and every change
 must leave a backup.
 """
 
+import io
 import json
 import os
 import shlex
@@ -186,11 +187,14 @@ def test_uninstall_of_a_fresh_install_leaves_no_hooks_key(run, home, tmp_path):
 
 
 def test_stale_entry_of_ours_is_replaced_in_place(run, home, tmp_path):
+    # As an older install wrote it from a checkout since moved: only the
+    # paths differ, so it is ours to update.
     path = user_file("claude-code", home, tmp_path)
-    stale = {"type": "command", "command": "/old/python3 -I -S /old/bin/skill-retrieve hook claude-code"}
+    stale = {"type": "command", "command": "/old/python3 -I -S /old/bin/skill-retrieve hook claude-code",
+             "timeout": 5}
     write(path, json.dumps({"hooks": {"UserPromptSubmit": [
         {"hooks": [stale, {"type": "command", "command": "echo mine"}]},
-        {"hooks": [dict(stale, command=stale["command"] + " --root /x")]},  # a duplicate of ours
+        {"hooks": [dict(stale, command="/o/py -I -S /o/retriever/__main__.py hook claude-code")]},  # a duplicate
     ]}}))
     ok(run("install", "claude-code"))
     groups = json.load(open(path))["hooks"]["UserPromptSubmit"]
@@ -366,3 +370,211 @@ def test_hermes_delegates_to_the_plugin_installer(run, tmp_path):
     (hh / "config.yaml").write_text("model: [unclosed\n")
     proc = run("install", "hermes", HERMES_HOME=hh)
     assert proc.returncode == 1 and "not valid YAML" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------- user edits, dotfiles links, other writers
+
+
+def _edit_ours(path, runner, tmp_path):
+    # What a user does by hand: more arguments and a longer timeout.
+    data = json.load(open(path, encoding="utf-8"))
+    (h,) = ours(data, runner)
+    h["command"] += " --root %s -k 3" % shlex.quote(str(tmp_path / "team skills"))
+    h["timeout"] = h["timeout"] * 3
+    write(path, json.dumps(data, indent=2))
+    return open(path, "rb").read()
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_reinstall_keeps_the_users_edited_entry(runner, run, home, tmp_path):
+    # Issue 31.5: a second install replaced the edited entry with the
+    # default and said "installed".
+    path = user_file(runner, home, tmp_path)
+    ok(run("install", runner))
+    edited = _edit_ours(path, runner, tmp_path)
+    proc = ok(run("install", runner))
+    assert open(path, "rb").read() == edited
+    (line,) = [l for l in proc.stdout.splitlines() if "kept your edited hook" in l]
+    assert "-k 3" in line and "timeout %d" % (JSON_RUNNERS[runner][1] * 3) in line and "--force" in line
+    assert "installed the" not in proc.stdout
+    ok(run("install", runner, "--force"))
+    (h,) = ours(json.load(open(path)), runner)
+    assert h["command"] == inst.hook_command(runner) and h["timeout"] == JSON_RUNNERS[runner][1]
+
+
+def test_reinstall_refuses_an_edited_entry_that_cannot_run(run, home, tmp_path):
+    path = user_file("claude-code", home, tmp_path)
+    entry = {"type": "command", "timeout": 5,
+             "command": "/gone/python3 -I -S /gone/bin/skill-retrieve hook claude-code -k 3"}
+    write(path, json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [entry]}]}}))
+    before = open(path, "rb").read()
+    proc = run("install", "claude-code")
+    assert proc.returncode == 1 and proc.stdout == "" and proc.stderr.count("\n") == 1
+    assert "/gone/python3" in proc.stderr and "-k 3" in proc.stderr and "--force" in proc.stderr
+    assert open(path, "rb").read() == before and backups(path) == []
+
+
+def test_reinstall_keeps_an_edited_cline_script(run, home, tmp_path):
+    path = user_file("cline", home, tmp_path)
+    ok(run("install", "cline"))
+    text = open(path).read().replace("exec ", "export SKILL_RETRIEVAL_TOP_K=2\nexec ")
+    write(path, text)
+    proc = ok(run("install", "cline"))
+    assert open(path).read() == text and "kept your edited hook" in proc.stdout
+    ok(run("install", "cline", "--force"))
+    assert open(path).read() == inst.script("cline", inst.hook_command("cline"))
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "cline"])
+def test_uninstall_keeps_a_dotfiles_link_whose_target_install_created(runner, run, home, tmp_path):
+    # Issue 31.6: the settings file is a link into a dotfiles folder that
+    # does not exist yet.  Uninstall deleted the link and left the hook in
+    # the target.
+    path = user_file(runner, home, tmp_path)
+    target = tmp_path / "dotfiles" / "agent" / os.path.basename(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.symlink(target, path)
+    ok(run("install", runner))
+    assert os.path.islink(path) and target.is_file() and "skill-retrieve" in target.read_text()
+    ok(run("uninstall", runner))
+    assert os.path.islink(path) and os.readlink(path) == str(target)
+    assert not (tmp_path / "dotfiles").exists()  # as before install: the link dangles again
+
+
+def test_uninstall_through_a_link_to_an_existing_file(run, home, tmp_path):
+    path = user_file("claude-code", home, tmp_path)
+    target = tmp_path / "dotfiles" / "settings.json"
+    write(str(target), json.dumps(OTHER))
+    os.makedirs(os.path.dirname(path))
+    os.symlink(target, path)
+    ok(run("install", "claude-code"))
+    ok(run("uninstall", "claude-code"))
+    assert os.path.islink(path) and json.loads(target.read_text()) == OTHER
+
+
+@pytest.fixture
+def in_process(tmp_path, monkeypatch):
+    """Installers called in process on a home under tmp_path (no index build)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setattr(inst, "_warm", lambda *a: None)
+    return os.path.join(str(tmp_path / "home"), ".claude", "settings.json")
+
+
+def _written_meanwhile(monkeypatch, module, name, path, text):
+    # Another program rewrites ``path`` once, after the installer has read
+    # it and before it writes (``name`` runs in between).
+    real = getattr(module, name)
+    done = []
+
+    def racing(*a, **k):
+        if not done:
+            done.append(1)
+            write(path, text)
+        return real(*a, **k)
+    monkeypatch.setattr(module, name, racing)
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_key_written_during_install_survives(command, in_process, monkeypatch):
+    # Issue 31.8: an install racing another writer of settings.json lost
+    # that writer's key (no re-check between read and replace).
+    path = in_process
+    write(path, json.dumps({"theme": "dark"}))
+    if command == "uninstall":
+        assert inst.install("claude-code", out=io.StringIO()) == 0
+    _written_meanwhile(monkeypatch, inst, "parse_settings", path,
+                       json.dumps(dict(json.load(open(path)), other=1)))
+    assert getattr(inst, command)("claude-code", out=io.StringIO()) == 0
+    data = json.load(open(path))
+    assert data["other"] == 1 and data["theme"] == "dark"
+    assert len(ours(data, "claude-code")) == (1 if command == "install" else 0)
+
+
+def test_a_key_written_during_hermes_enable_survives(tmp_path, monkeypatch):
+    from retriever.runners import hermes_install
+    config = str(tmp_path / "config.yaml")
+    write(config, "model:\n  default: m\n")
+    _written_meanwhile(monkeypatch, hermes_install, "_wanted", config, "model:\n  default: m\ntheme: dark\n")
+    hermes_install.set_enabled(config, True)
+    import yaml
+    data = yaml.safe_load(open(config))
+    assert data["theme"] == "dark" and data["plugins"]["enabled"] == ["skill-retrieval"]
+
+
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_uninstall_gives_back_the_very_bytes_install_found(runner, run, home, tmp_path):
+    # Install rewrites the file (two-space indent); uninstall, with nothing
+    # changed since, puts back the user's own layout byte for byte.
+    path = user_file(runner, home, tmp_path)
+    original = "\ufeff{\n    \"model\":   \"opus\",\n\t\"hooks\": {}, \"z\": [1,2]\n}"
+    write(path, original)
+    ok(run("install", runner))
+    assert open(path, "rb").read() != original.encode()
+    ok(run("uninstall", runner))
+    assert open(path, "rb").read() == original.encode("utf-8")
+
+
+def test_uninstall_keeps_the_empty_lists_that_were_there(run, home, tmp_path):
+    path = user_file("claude-code", home, tmp_path)
+    write(path, json.dumps({"hooks": {"UserPromptSubmit": []}, "x": 1}))
+    ok(run("install", "claude-code"))
+    write(path, json.dumps(dict(json.load(open(path)), y=2)))  # the user adds a key meanwhile
+    ok(run("uninstall", "claude-code"))
+    assert json.load(open(path)) == {"hooks": {"UserPromptSubmit": []}, "x": 1, "y": 2}
+
+
+@pytest.mark.parametrize("special", ["fifo", "folder"])
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_fifo_or_folder_at_the_settings_path_is_refused_in_one_line(special, command, run, home, tmp_path):
+    # Opening a FIFO for reading waits for a writer: the installer must
+    # not hang on one (cli's timeout turns a hang into a failure).
+    path = user_file("claude-code", home, tmp_path)
+    os.makedirs(os.path.dirname(path))
+    os.mkfifo(path) if special == "fifo" else os.mkdir(path)
+    proc = run(command, "claude-code")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert ("a FIFO" if special == "fifo" else "a folder") in proc.stderr and path in proc.stderr
+
+
+def test_a_fifo_as_hermes_config_is_refused(run, tmp_path):
+    hh = tmp_path / "hermes-home"
+    hh.mkdir()
+    os.mkfifo(hh / "config.yaml")
+    proc = run("install", "hermes", HERMES_HOME=hh)
+    assert proc.returncode == 1 and "a FIFO" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_hermes_uninstall_removes_the_config_install_created(run, tmp_path):
+    hh = tmp_path / "hermes-home"
+    hh.mkdir()
+    ok(run("install", "hermes", HERMES_HOME=hh))
+    assert (hh / "config.yaml").is_file()
+    ok(run("uninstall", "hermes", HERMES_HOME=hh))
+    assert sorted(os.listdir(hh)) == ["plugins"] and os.listdir(hh / "plugins") == []
+
+
+def test_hermes_leaves_a_users_own_link_at_the_plugin_path(run, tmp_path):
+    hh = tmp_path / "hermes-home"
+    (hh / "plugins").mkdir(parents=True)
+    (hh / "config.yaml").write_text("model:\n  default: m\n")
+    mine = tmp_path / "my-fork"
+    mine.mkdir()
+    (mine / "plugin.yaml").write_text("name: my-fork\n")
+    (hh / "plugins" / "skill-retrieval").symlink_to(mine)
+    proc = run("install", "hermes", HERMES_HOME=hh)
+    assert proc.returncode == 1 and "my-fork" in proc.stderr and proc.stderr.count("\n") == 1
+    ok(run("uninstall", "hermes", HERMES_HOME=hh))
+    assert os.readlink(hh / "plugins" / "skill-retrieval") == str(mine)
+
+
+def test_a_hook_taken_out_by_hand_then_reinstalled_still_restores_exactly(run, home, tmp_path):
+    path = user_file("claude-code", home, tmp_path)
+    write(path, json.dumps({"model": "opus"}))
+    ok(run("install", "claude-code"))
+    mine = '{\n    "model": "sonnet"\n}'
+    write(path, mine)  # the user edits the file and drops our entry by hand
+    ok(run("install", "claude-code"))
+    ok(run("uninstall", "claude-code"))
+    assert open(path).read() == mine

@@ -19,7 +19,7 @@ import copy
 import os
 import shutil
 
-from retriever.fileutil import backup, refuse_read_only, write_atomic
+from retriever import fileutil
 
 PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT
@@ -50,6 +50,23 @@ def _is_our_copy(path):
     return os.path.isfile(os.path.join(path, ROOT_HINT))
 
 
+def _is_our_link(path):
+    """True when the link ``path`` is one install made: it points at a
+    ``hermes_plugin`` folder (a checkout, perhaps since moved or deleted)
+    or at a plugin whose plugin.yaml names skill-retrieval.  A link of the
+    user's to something else is never removed."""
+    target = os.readlink(path).rstrip("/")
+    if os.path.basename(target) == "hermes_plugin":
+        return True
+    from retriever.fileutil import NotAFile, read_bytes
+    try:
+        raw = read_bytes(os.path.join(path, "plugin.yaml")) or b""
+    except (OSError, NotAFile):
+        return False
+    return any(line.strip() in (b"name: " + PLUGIN_NAME.encode(), b'name: "%s"' % PLUGIN_NAME.encode())
+               for line in raw.splitlines())
+
+
 # ------------------------------------------------------------------ YAML text
 
 def _yaml():
@@ -60,14 +77,25 @@ def _yaml():
 def read_config(path):
     """``(text, data)`` of config.yaml; ``("", {})`` when absent.
     Raises HermesInstallError when it is unreadable, invalid or not a mapping."""
-    yaml = _yaml()
+    from retriever.fileutil import NotAFile, read_bytes
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            text = f.read()
-    except FileNotFoundError:
-        return "", {}
+        raw = read_bytes(path)
+        text = "" if raw is None else raw.decode("utf-8-sig")
+    except NotAFile as exc:
+        raise HermesInstallError(str(exc))
     except OSError as exc:
         raise HermesInstallError("cannot read %s (%s)" % (path, exc.strerror or exc))
+    except UnicodeDecodeError:
+        raise HermesInstallError("%s is not UTF-8 text; fix it first, nothing was changed" % path)
+    if raw is None:
+        return "", {}
+    return text, parse_config(text, path)
+
+
+def parse_config(text, path):
+    """The mapping in config.yaml's ``text``; HermesInstallError when it is
+    invalid or not a mapping."""
+    yaml = _yaml()
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -79,7 +107,7 @@ def read_config(path):
         data = {}
     if not isinstance(data, dict):
         raise HermesInstallError("%s is not a YAML mapping; fix it first, nothing was changed" % path)
-    return text, data
+    return data
 
 
 def _get(mapping, key):
@@ -248,31 +276,60 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
     """Add ``name`` to (or remove it from) ``plugins.enabled`` in config.yaml.
 
     Returns a short description of what happened.  Writes only when
-    something changes, after a timestamped backup of the old file.
+    something changes, after a timestamped backup of the old file, under
+    the installers' lock and only if nobody wrote the file meanwhile
+    (``fileutil.update``).
     """
+    notes = {}
+    real = os.path.realpath(config_path)
+
+    def change(raw):
+        notes["made"] = fileutil.missing_parents(real) if raw is None else None
+        try:
+            text = "" if raw is None else raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise HermesInstallError("%s is not UTF-8 text; fix it first, nothing was changed" % config_path)
+        data = parse_config(text, config_path)
+        want = _wanted(data, name, enable)
+        if want == data:
+            return None
+        notes["note"] = ""
+        if not enable and fileutil.created().get(real) is not None and want in ({}, {"plugins": {"enabled": []}}):
+            return fileutil.DELETE  # install created the file; nothing else was put in since
+        new = _edited(text, want, name, enable)
+        if new is None:
+            new = _yaml().safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
+            notes["note"] = " (re-written: comments were not kept)"
+        return new
+
+    with fileutil.install_lock():
+        raw, new, saved = fileutil.update(config_path, change)
+        if new is None:
+            return "%s already %s in %s" % (name, "enabled" if enable else "not enabled", config_path)
+        if raw is None:
+            fileutil.note_created(real, notes["made"])
+        elif new is fileutil.DELETE:
+            for d in fileutil.forget_created(real) or ():
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    break  # not empty: someone else uses it
+            return "removed %s from %s, which install had created: deleted it" % (name, config_path)
+    what = "enabled %s in %s" % (name, config_path) if enable else \
+        "removed %s from plugins.enabled in %s" % (name, config_path)
+    return what + notes["note"] + ("; backup %s" % saved if saved else "")
+
+
+def _edited(text, want, name, enable):
+    # The smallest text edit, if parsing it gives exactly ``want``.
     yaml = _yaml()
-    text, data = read_config(config_path)
-    want = _wanted(data, name, enable)
-    if want == data:
-        return "%s already %s in %s" % (name, "enabled" if enable else "not enabled", config_path)
-    new = None
     try:
         new = _edit_text(text, name, enable)
         if new is not None and (yaml.safe_load(new) or {}) != want:
-            new = None
+            return None
+        return new
     except yaml.YAMLError:
-        new = None
-    note = ""
-    if new is None:
-        new = yaml.safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
-        note = " (re-written: comments were not kept)"
-    refuse_read_only(config_path)
-    saved = backup(config_path) if os.path.exists(config_path) else None
-    os.makedirs(os.path.dirname(config_path) or ".", exist_ok=True)
-    write_atomic(config_path, new)
-    what = "enabled %s in %s" % (name, config_path) if enable else \
-        "removed %s from plugins.enabled in %s" % (name, config_path)
-    return what + note + ("; backup %s" % saved if saved else "")
+        return None
 
 
 # ------------------------------------------------------------------ plugin folder
@@ -284,6 +341,9 @@ def _place(src, dest, mode):
         if mode == "link" and os.path.realpath(dest) == os.path.realpath(src):
             return "%s already links to %s" % (dest, src)
         old = os.readlink(dest)
+        if not _is_our_link(dest):
+            raise HermesInstallError("%s links to %s, which is not a skill-retrieval plugin; move it away "
+                                     "first" % (dest, old))
         os.remove(dest)
         replaced = " (replaced a link to %s)" % old
     elif os.path.exists(dest):
@@ -338,9 +398,11 @@ def uninstall(hermes_home):
     config = os.path.join(hh, "config.yaml")
     read_config(config)
     dest = os.path.join(hh, "plugins", PLUGIN_NAME)
-    if os.path.islink(dest):
+    if os.path.islink(dest) and _is_our_link(dest):
         os.remove(dest)
         removed = "removed the link %s" % dest
+    elif os.path.islink(dest):
+        removed = "left %s alone (a link to %s, not made by skill-retrieve)" % (dest, os.readlink(dest))
     elif _is_our_copy(dest):
         shutil.rmtree(dest)
         removed = "removed the copy %s" % dest

@@ -248,23 +248,24 @@ def run(runner, opts=None):
     except BaseException as exc:  # fail open: nothing escapes a hook
         out = empty_output(runner)
         error = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
-    finally:
-        sys.stderr = real_stderr
+    try:
+        write_out(out)
+    except BaseException as exc:  # a closed pipe: the runner gave up on us
+        locate.log("hook %s: cannot write output: %s: %s" % (runner, type(exc).__name__, exc))
+        path = None
+    if path:
+        # Still captured: the freshness check reads settings too, and a
+        # bad value's warning belongs in the log, not on the runner's stderr.
+        try:
+            service.maybe_revalidate(path)
+        except BaseException:
+            pass
+    sys.stderr = real_stderr
     noise = " ".join(captured.getvalue().split())
     if error:
         locate.log("hook %s: %s%s" % (runner, error, "; stderr: " + noise if noise else ""))
     elif noise:
         locate.log("hook %s: warning: %s" % (runner, noise))
-    try:
-        write_out(out)
-    except BaseException as exc:  # a closed pipe: the runner gave up on us
-        locate.log("hook %s: cannot write output: %s: %s" % (runner, type(exc).__name__, exc))
-        return 0
-    if path:
-        try:
-            service.maybe_revalidate(path)
-        except BaseException:
-            pass
     return 0
 
 

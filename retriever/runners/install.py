@@ -26,7 +26,7 @@ BIN = os.path.join(REPO, "bin", "skill-retrieve")
 MAIN = os.path.join(REPO, "retriever", "__main__.py")
 
 from retriever import fileutil
-from retriever.fileutil import ReadOnly, backup, refuse_read_only, write_atomic
+from retriever.fileutil import Unchanged
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
 
@@ -161,12 +161,15 @@ def _no_constant(name):
     raise _NonFinite(name)
 
 
-def _groups(data, event, path, create):
+def _groups(data, event, path, create, made=None):
+    # hooks[event], made (and named in ``made``) when missing and ``create``.
     hooks = data.get("hooks")
     if hooks is None:
         if not create:
             return None
         hooks = data["hooks"] = {}
+        if made is not None:
+            made.append("hooks")
     if not isinstance(hooks, dict):
         raise Refused("%s: \"hooks\" is not an object; left unchanged" % path)
     groups = hooks.get(event)
@@ -174,6 +177,8 @@ def _groups(data, event, path, create):
         if not create:
             return None
         groups = hooks[event] = []
+        if made is not None:
+            made.append("event")
     if not isinstance(groups, list):
         raise Refused("%s: \"hooks.%s\" is not a list; left unchanged" % (path, event))
     return groups
@@ -203,17 +208,71 @@ def _drop(groups, slots, keep_first=False):
         del groups[gi]
 
 
-def merge(data, runner, entry, path="settings"):
+class Edited(Exception):
+    """Our entry was changed by the user; install keeps it (``--force``
+    replaces it).  The message names the difference in one line."""
+
+
+def pristine_command(command, runner):
+    """True when ``command`` is exactly what some install of ours wrote: an
+    absolute interpreter, ``-I -S``, our entry script, ``hook RUNNER`` and
+    nothing else (the paths change when the checkout or venv moves)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return False
+    return (len(argv) == 6 and argv[1:3] == ["-I", "-S"] and argv[4:] == ["hook", runner]
+            and os.path.isabs(argv[0]) and os.path.isabs(argv[3])
+            and argv[3].endswith(("/bin/skill-retrieve", "/retriever/__main__.py"))
+            and command == "%s -I -S %s hook %s" % (shlex.quote(argv[0]), shlex.quote(argv[3]), runner))
+
+
+def edits(entry, runner, wanted):
+    """The user's changes to our handler ``entry``, for one line ("" when
+    it is as some install wrote it): extra arguments, other keys."""
+    cmd = entry.get("command")
+    out = []
+    if not pristine_command(cmd, runner):
+        try:
+            argv = shlex.split(cmd)
+            tail = argv[argv.index("hook") + 2:]
+            base = shlex.join(argv[:argv.index("hook") + 2])
+        except ValueError:
+            tail, base = None, None
+        if tail and pristine_command(base, runner):
+            out.append("arguments added: %s" % shlex.join(tail))
+        else:
+            out.append("command %s" % cmd)
+    for k in sorted(set(entry) | set(wanted), key=str):
+        if k != "command" and entry.get(k, _ABSENT) != wanted.get(k, _ABSENT):
+            got = entry.get(k, _ABSENT)
+            out.append("%s %s (default %s)" % (k, "absent" if got is _ABSENT else json.dumps(got),
+                                               json.dumps(wanted[k]) if k in wanted else "absent"))
+    return "; ".join(out)
+
+
+_ABSENT = object()
+
+
+def merge(data, runner, entry, path="settings", force=False, made=None):
     """Put ``entry`` into ``data`` (in place) as the only handler of ours.
 
-    An existing handler of ours is replaced where it stands; duplicates are
-    removed.  Returns True when ``data`` changed.
+    An existing handler of ours is replaced where it stands, duplicates
+    removed, when each is as an install wrote it (only its paths may
+    differ).  One the user changed (arguments, timeout, keys) is kept:
+    Edited names the change, unless ``force``.  Returns True when ``data``
+    changed; ``made`` gets "hooks" and "event" for the containers added.
     """
     event = RECORDS[runner]["event"]
-    groups = _groups(data, event, path, create=True)
+    groups = _groups(data, event, path, create=True, made=made)
     slots = _our_slots(groups, runner)
     if len(slots) == 1 and groups[slots[0][0]]["hooks"][slots[0][1]] == entry:
         return False
+    if not force:
+        for gi, hi in slots:
+            diff = edits(groups[gi]["hooks"][hi], runner, entry)
+            if diff:
+                raise Edited(diff)
     if slots:
         gi, hi = slots[0]
         groups[gi]["hooks"][hi] = entry
@@ -223,9 +282,10 @@ def merge(data, runner, entry, path="settings"):
     return True
 
 
-def unmerge(data, runner, path="settings"):
+def unmerge(data, runner, path="settings", keep=()):
     """Remove our handlers from ``data`` (in place), and the group, event
-    list and hooks object they leave empty.  Returns True when it changed."""
+    list and hooks object they leave empty, except those in ``keep``
+    ("hooks", "event": there before install).  Returns True when it changed."""
     event = RECORDS[runner]["event"]
     groups = _groups(data, event, path, create=False)
     if groups is None:
@@ -234,9 +294,9 @@ def unmerge(data, runner, path="settings"):
     if not slots:
         return False
     _drop(groups, slots)
-    if not groups:
+    if not groups and "event" not in keep:
         del data["hooks"][event]
-        if not data["hooks"]:
+        if not data["hooks"] and "hooks" not in keep:
             del data["hooks"]
     return True
 
@@ -249,11 +309,8 @@ def dump_settings(data):
 # ---------------------------------------------------------------- files
 
 
-def _read(path):
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+def _text(raw, path):
+    if raw is None:
         return None
     try:
         return raw.decode("utf-8-sig")
@@ -261,93 +318,256 @@ def _read(path):
         raise Refused("%s is not UTF-8 text; left unchanged" % path)
 
 
+def _read(path):
+    return _text(fileutil.read_bytes(path), path)  # NotAFile for a FIFO, a folder ...
+
+
+def script_edits(text, runner):
+    """"" when ``text`` is our script as some install wrote it (only the
+    command's paths may differ), else what the user changed, in words."""
+    for line in text.splitlines():
+        for lead in ("exec ", "// command: "):
+            if line.startswith(lead):
+                cmd = line[len(lead):]
+                if pristine_command(cmd, runner) and script(runner, cmd) == text:
+                    return ""
+    return "the file's text differs from the one install writes"
+
+
 # ------------------------------------------------------------ operations
 
 
-def plan_install(runner, path, command):
-    """``(new text or None when unchanged, old text or None, mode)`` for
-    installing into ``path``; raises Refused."""
-    old = _read(path)
+def plan_install(runner, path, command, force=False, old=None, made=None):
+    """``(new text or None when unchanged, mode)`` for installing into
+    ``path`` holding ``old`` (text; None: no file); raises Refused, or
+    Edited when our entry there was changed by the user (not ``force``).
+    ``made`` gets the containers the merge adds (see ``merge``)."""
     if kind(runner) == "script":
         new = script(runner, command)
         if old is not None and not is_ours(old, runner):
             raise Refused("%s exists and is not skill-retrieve's hook; "
                           "left unchanged - add this line to it: %s" % (path, command))
-        return (None if old == new else new), old, RECORDS[runner]["install"][4]
+        if old is not None and old != new and not force:
+            diff = script_edits(old, runner)
+            if diff:
+                raise Edited(diff)
+        return (None if old == new else new), RECORDS[runner]["install"][4]
     data = parse_settings(old or "", path)
-    changed = merge(data, runner, handler(runner, command), path)
-    return (dump_settings(data) if changed or old is None else None), old, 0o644
+    changed = merge(data, runner, handler(runner, command), path, force, made)
+    return (dump_settings(data) if changed or old is None else None), 0o644
 
 
-def plan_uninstall(runner, path):
-    """``(new text, "" to delete the file, or None when nothing to do; old text)``."""
-    old = _read(path)
+def plan_uninstall(runner, path, old, keep=()):
+    """The new text for ``path`` holding ``old`` once our hook is out: ""
+    when the file was ours alone, None when there is nothing to do.
+    ``keep``: containers to keep even if emptied (see ``unmerge``)."""
     if old is None:
-        return None, None
+        return None
     if kind(runner) == "script":
-        return ("" if is_ours(old, runner) else None), old
+        return "" if is_ours(old, runner) else None
     data = parse_settings(old, path)
-    return (dump_settings(data) if unmerge(data, runner, path) else None), old
+    return dump_settings(data) if unmerge(data, runner, path, keep) else None
 
 
-def install(runner, project=None, dry_run=False, out=sys.stdout, command=None):
-    """Register the hook; returns the exit code."""
+def _restorable(runner, path, raw, rec):
+    # The text install found, when uninstall can put it back byte for byte:
+    # the file is exactly what install wrote, and its backup (the file
+    # before) holds no hook of ours.  Else None (the hook is taken out).
+    if kind(runner) != "json" or raw is None or not rec or not rec.get("backup") \
+            or rec.get("after") != fileutil.digest(raw):
+        return None
+    before = fileutil.read_bytes(rec["backup"])
+    try:
+        text = before.decode("utf-8")
+        groups = _groups(parse_settings(text.lstrip("\ufeff"), path), RECORDS[runner]["event"], path,
+                         create=False)
+    except (AttributeError, UnicodeDecodeError, Refused):
+        return None
+    return None if groups and _our_slots(groups, runner) else text
+
+
+def _kept(runner, path, diff, out):
+    # The user's edited entry stays; refuse only when it can no longer run.
+    old = _read(path)
+    cmd = _our_command(runner, old) if old is not None else None
+    try:
+        argv = shlex.split(cmd) if cmd else []
+    except ValueError:
+        argv = []
+    gone = [a for a in argv[:1] + argv[3:4] if os.path.isabs(a) and not os.path.exists(a)]
+    if gone:
+        sys.stderr.write("skill-retrieve: %s: the %s hook was edited (%s) and runs %s, which no longer "
+                         "exists; left unchanged - fix it, or run `skill-retrieve install %s --force` to "
+                         "replace it with the default\n" % (path, runner, diff, gone[0], runner))
+        return 1
+    out.write("%s: kept your edited hook in %s (%s); `skill-retrieve install %s --force` replaces it "
+              "with the default\n" % (runner, path, diff, runner))
+    return 0
+
+
+def _our_command(runner, text):
+    if kind(runner) == "script":
+        for line in text.splitlines():
+            for lead in ("exec ", "// command: "):
+                if line.startswith(lead) and is_ours(line, runner):
+                    return line[len(lead):]
+        return None
+    try:
+        data = parse_settings(text, "settings")
+        groups = _groups(data, RECORDS[runner]["event"], "settings", create=False) or []
+    except Refused:
+        return None
+    slots = _our_slots(groups, runner)
+    return groups[slots[0][0]]["hooks"][slots[0][1]].get("command") if slots else None
+
+
+def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, force=False):
+    """Register the hook; returns the exit code.
+
+    The settings file is merged under the installers' lock and replaced
+    only if nobody wrote it meanwhile (``fileutil.update``).  A file that
+    did not exist is recorded as created (at the link's target when the
+    path is a dotfiles symlink), so uninstall can take it away again.
+    """
     path = settings_path(runner, project)
     command = command or hook_command(runner)
-    new, old, mode = plan_install(runner, path, command)
-    if new is None:
-        out.write("%s: already installed in %s\n" % (runner, path))
-        return 0
+    real = os.path.realpath(path)
     if dry_run:
-        out.write("would write %s:\n%s" % (path, new))
+        try:
+            new, _ = plan_install(runner, path, command, force, _read(real))
+        except Edited as exc:
+            return _kept(runner, path, str(exc), out)
+        out.write("%s: already installed in %s\n" % (runner, path) if new is None
+                  else "would write %s:\n%s" % (path, new))
         return 0
-    refuse_read_only(path)
-    if old is not None:
-        out.write("backed up %s to %s\n" % (path, backup(path)))
-    else:
-        made = fileutil.missing_parents(path)
-    write_atomic(path, new, mode)
-    if old is None:
-        # Uninstall restores what was there: nothing.
-        fileutil.note_created(path, made)
-    if mode & 0o111:
-        os.chmod(path, os.stat(path).st_mode | 0o111)
+    made = []
+    mode = 0o644
+    keys = []
+
+    def change(raw):
+        nonlocal made, mode
+        old = _text(raw, path)
+        del keys[:]
+        new, mode = plan_install(runner, path, command, force, old, keys)
+        made = fileutil.missing_parents(real) if old is None else None
+        return new
+
+    with fileutil.install_lock():
+        try:
+            raw, new, saved = fileutil.update(path, change, mode=None)
+        except Edited as exc:
+            return _kept(runner, path, str(exc), out)
+        if new is None:
+            out.write("%s: already installed in %s\n" % (runner, path))
+            return 0
+        if raw is None:
+            # Uninstall restores what was there: nothing.
+            fileutil.note_created(real, made)
+        _note(runner, real, raw, new, saved, keys)
+        if mode & 0o111:
+            os.chmod(real, os.stat(real).st_mode | 0o111)
+    if saved:
+        out.write("backed up %s to %s\n" % (path, saved))
     out.write("installed the %s hook in %s\n  command: %s\n" % (runner, path, command))
     out.write("  %s\n" % RECORDS[runner]["note"])
     _warm(runner, project, out)
     return 0
 
 
+def _note(runner, real, raw, new, saved, keys):
+    # What uninstall needs to restore: the keys added, the text written and
+    # the file before.  A re-install over our own untouched write keeps the
+    # first install's record; over a file changed since, the byte-exact
+    # restore is off (the backup no longer says what to go back to); over a
+    # file without our hook, the old record is dropped.
+    prev = fileutil.installed(real, runner)
+    if prev and (raw is None or _our_command(runner, _text(raw, real)) is None):
+        prev = None  # our hook was gone (taken out by hand): this install starts afresh
+    if prev and raw is not None and fileutil.digest(raw) == prev.get("after"):
+        rec = dict(prev, made=sorted(set(prev.get("made") or ()) | set(keys)))
+    else:
+        rec = {"made": sorted(set((prev or {}).get("made") or ()) | set(keys)),
+               "backup": None if prev else saved}
+    rec["after"] = fileutil.digest(new)
+    fileutil.note_installed(real, runner, rec)
+
+
 def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
-    """Remove our hook; returns the exit code."""
+    """Remove our hook; returns the exit code.
+
+    A file install created (and nothing else was put in since) is deleted
+    with the folders made for it; a symlinked file is changed at its
+    target, and the link itself is never removed.
+    """
     path = settings_path(runner, project)
-    new, old = plan_uninstall(runner, path)
-    if new is None:
-        if kind(runner) == "script" and old is not None:
-            out.write("%s is not skill-retrieve's hook; left unchanged\n" % path)
-        else:
-            out.write("%s: no skill-retrieve hook in %s; nothing to remove\n" % (runner, path))
-        return 0
+    real = os.path.realpath(path)
+    linked = os.path.islink(path)
+    state = {}
+
+    def change(raw):
+        old = _text(raw, path)
+        rec = fileutil.installed(real, runner)
+        # Containers install did not add stay, even empty (no record: an
+        # older install; the emptied ones go, as they always did).
+        keep = () if rec is None else tuple(k for k in ("hooks", "event") if k not in (rec.get("made") or ()))
+        new = plan_uninstall(runner, path, old, keep)
+        state.update(old=old, new=new)
+        if new is None:
+            return None
+        exact = _restorable(runner, path, raw, rec)
+        if exact is not None:
+            state["made"] = None
+            return exact
+        made = fileutil.created().get(real)
+        if made is None and not linked:
+            made = fileutil.created().get(os.path.abspath(path))  # recorded by an older version
+        state["made"] = made
+        if new == "" and linked and made is None:
+            raise Refused("%s links to %s, which holds only skill-retrieve's hook and was there "
+                          "before install; left both in place - delete them yourself" % (path, real))
+        if new == "" or (made is not None and parse_settings(new, path) == {}):
+            # Ours alone, or a file install created and nothing else was put
+            # in since: uninstall leaves what was there before, nothing.
+            return fileutil.DELETE
+        return new
+
     if dry_run:
-        out.write("would remove the %s hook from %s\n" % (runner, path)
-                  + ("" if new == "" else "new content:\n" + new))
-        return 0
-    refuse_read_only(path)
-    out.write("backed up %s to %s\n" % (path, backup(path)))
-    made = fileutil.forget_created(path)
-    if new == "" or (made is not None and parse_settings(new, path) == {}):
-        # Ours alone, or a file install created and nothing else was put
-        # in since: uninstall leaves what was there before, nothing.
-        os.unlink(path)
+        old = _read(real)
+        new = plan_uninstall(runner, path, old)
+        if new is not None:
+            out.write("would remove the %s hook from %s\n" % (runner, path)
+                      + ("" if new == "" else "new content:\n" + new))
+            return 0
+        state["old"] = old
+    else:
+        with fileutil.install_lock():
+            _, new, saved = fileutil.update(path, change)
+            if new is not None:
+                return _uninstalled(runner, path, real, new, saved, state.get("made"), out)
+    if kind(runner) == "script" and state.get("old") is not None:
+        out.write("%s is not skill-retrieve's hook; left unchanged\n" % path)
+    else:
+        out.write("%s: no skill-retrieve hook in %s; nothing to remove\n" % (runner, path))
+    return 0
+
+
+def _uninstalled(runner, path, real, new, saved, made, out):
+    # After uninstall's write: drop the created record, remove the
+    # folders install made for a file it deleted, and say what happened.
+    out.write("backed up %s to %s\n" % (path, saved))
+    fileutil.forget_created(real)
+    fileutil.forget_created(os.path.abspath(path))  # an older version keyed a link by its own path
+    fileutil.forget_installed(real, runner)
+    if new is fileutil.DELETE:
         for d in made or ():
             try:
                 os.rmdir(d)
             except OSError:
                 break  # not empty: someone else uses it
-        out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, path)
-                  if made is not None else "removed the %s hook: deleted %s\n" % (runner, path))
+        shown = path if real == os.path.abspath(path) else "%s (the target of %s)" % (real, path)
+        out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, shown)
+                  if made is not None else "removed the %s hook: deleted %s\n" % (runner, shown))
         return 0
-    write_atomic(path, new)
     out.write("removed the %s hook from %s\n" % (runner, path))
     return 0
 
@@ -388,7 +608,7 @@ def _hermes(command, dry_run, out):
         return 0
     try:
         msg = (hermes_install.install if command == "install" else hermes_install.uninstall)(home)
-    except (hermes_install.HermesInstallError, Refused, ReadOnly) as exc:
+    except (hermes_install.HermesInstallError, Refused, Unchanged) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     if isinstance(msg, int):
@@ -408,6 +628,9 @@ def add_arguments(parser):
     parser.add_argument("--project", metavar="DIR",
                         help="use the project's settings file instead of the user's")
     parser.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+    if parser.prog.split()[-1] == "install":
+        parser.add_argument("--force", action="store_true",
+                            help="replace a hook entry you edited with the default")
 
 
 def run(args):
@@ -422,8 +645,8 @@ def run(args):
     try:
         if command == "uninstall":
             return uninstall(runner, args.project, args.dry_run)
-        return install(runner, args.project, args.dry_run)
-    except (Refused, ReadOnly) as exc:
+        return install(runner, args.project, args.dry_run, force=getattr(args, "force", False))
+    except (Refused, Unchanged) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     except OSError as exc:
