@@ -166,7 +166,7 @@ def side_path(index_path, suffix):
     if private_dir(folder) or not _exists(folder or "/"):
         # A folder not made yet is made private, by the write of the index.
         return index_path + suffix
-    return "%s/side/%s-%s%s" % (cache_dir(), _fnv64(index_path), name[:64], suffix)
+    return "%s/side/%s-%s%s" % (cache_dir(), fnv64(index_path), name[:64], suffix)
 
 
 def _exists(path):

@@ -84,7 +84,7 @@ def check_accounting(proc, index, roots):
     assert not indexed & shadowed, sorted(indexed & shadowed)[:5]
     missing = expected - indexed - shadowed
     assert not missing, "%d files neither indexed nor reported, e.g. %s" % (len(missing), sorted(missing)[:5])
-    m = re.match(r"^built .*: (\d+) skills from (\d+) root\(s\), \d+ disabled, (\d+) shadowed", proc.stdout)
+    m = re.match(r"^built .*: (\d+) skills from (\d+) roots?, \d+ disabled, (\d+) shadowed", proc.stdout)
     assert m, proc.stdout
     assert int(m.group(1)) == len(indexed)
     assert int(m.group(2)) == len(roots)

@@ -479,7 +479,7 @@ def test_a_rerank_log_setting_naming_something_else_changes_nothing(tmp_path):
     removes nothing; a relative value is refused (the default is used)."""
     from retriever import rerank
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     notes = home / "notes.txt"
     notes.write_bytes(b"my notes\n" * (rerank.LOG_MAX_BYTES // 9 + 1))
     link = home / "link.jsonl"

@@ -19,7 +19,8 @@ def test_in_process_code_sees_the_test_home_only(tmp_path):
     assert userroots.path().startswith(str(tmp_path) + "/")
     assert userroots.remembered(existing=False) == []
     assert locate.cache_dir().startswith(str(tmp_path) + "/")
-    assert [k for k in os.environ if k.startswith("SKILL_RETRIEVAL_")] == ["SKILL_RETRIEVAL_SEMANTIC"]
+    assert sorted(k for k in os.environ if k.startswith("SKILL_RETRIEVAL_")) == ["SKILL_RETRIEVAL_DECIDE",
+                                                                              "SKILL_RETRIEVAL_SEMANTIC"]
 
 
 def _snapshot(folder):

@@ -83,8 +83,9 @@ def _home_files(home):
 
 def _session_env(tmp_path):
     env = base_env(tmp_path)
-    # The pages describe the default places: no XDG overrides.
-    for k in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+    # The pages describe the default places and settings: no XDG
+    # overrides, and the calibrated decision on.
+    for k in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "SKILL_RETRIEVAL_DECIDE"):
         env.pop(k, None)
     return env
 

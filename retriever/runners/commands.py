@@ -33,8 +33,10 @@ def run(args):
                   "is set in its environment (--no-compact does not change the plugin)")
         return code
     if command == "uninstall":
+        # The listing first, so the hook's file is back as install left it
+        # (and is restored byte for byte); a file it refuses is named once.
         code = listing.uninstall(args.runner, args.project, args.dry_run)
-        return install.run(args) or code
+        return code or install.run(args)
     code = install.run(args)
     if code == 0:
         code = listing.install(args.runner, args.project, args.dry_run,

@@ -94,6 +94,11 @@ def _set_record(runner, path, rec):
 
 
 def _read(path):
+    from retriever import fileutil
+    try:
+        fileutil.refuse_special(path)  # a FIFO would block the open forever
+    except fileutil.NotAFile as exc:
+        raise Refused(str(exc))
     try:
         with open(path, "rb") as f:
             raw = f.read()
