@@ -151,19 +151,18 @@ def choose(idx, q, cands, limit, sem=None, explain=None):
         if explain is not None:
             explain.update(mode="fused" if sem else "bm25", gate=None, cands=[])
         return []
-    found = q["found"]
-    q["maxidf"] = max_idf(idx, found)
-    for c in cands:
-        r = c["result"]
-        c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) if found else 0.0
-        c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"]) if found else 0.0
+    q["maxidf"] = max_idf(idx, q["found"])
+    _cover(idx, q, cands[0])
     model = FUSED if sem is not None else BM25
     xg = gate_features(q, cands, sem)
     pg = sigmoid(_dot(model["gate"], xg))
     passed = pg >= model["gate_threshold"]
     rows = [{"x": xg, "p": pg, "inject": passed}]
     out = [cands[0]["result"]] if passed and limit > 0 else []
-    for i in range(1, len(cands)):
+    # A turn the gate silences (most of a session) needs no further
+    # candidate's features, unless explain shows them.
+    for i in range(1, len(cands) if passed or explain is not None else 1):
+        _cover(idx, q, cands[i])
         xm = more_features(q, cands, i, sem)
         pm = sigmoid(_dot(model["more"], xm))
         take = passed and pm >= model["more_threshold"] and len(out) < limit
@@ -175,9 +174,18 @@ def choose(idx, q, cands, limit, sem=None, explain=None):
                        gate_threshold=model["gate_threshold"], more_threshold=model["more_threshold"],
                        gate_names=GATE_NAMES + (GATE_SEM if sem is not None else ()),
                        more_names=MORE_NAMES + (MORE_SEM if sem is not None else ()),
-                       cands=[dict(row, id=c["result"]["id"], name=c["result"]["name"], path=c["result"]["path"], score=c["score"],
-                                   cos=c.get("cos")) for row, c in zip(rows, cands)])
+                       cands=[dict(row, id=c["result"]["id"], name=c["result"]["name"], path=c["result"]["path"],
+                                   score=c["score"], cos=c.get("cos")) for row, c in zip(rows, cands)])
     return out
+
+
+def _cover(idx, q, c):
+    # The candidate's coverage features (each reads the query's postings,
+    # and the second analyses the skill's name and description).
+    found = q["found"]
+    r = c["result"]
+    c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) if found else 0.0
+    c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"]) if found else 0.0
 
 
 def plain(cands, limit, sem=None, explain=None):
