@@ -519,9 +519,9 @@ class MockLLM:
     (``url + "/v1"``), ``requests`` (list of dicts with ``method``, ``path``,
     ``body`` (parsed JSON, else text, else None), ``headers`` (lower-cased,
     credentials dropped) and ``time``), ``reply_text`` and ``model``.
-    ``tool_call`` (Anthropic and Responses dialects): ``{"marker", "name",
-    "input"}`` makes a request whose messages hold ``marker`` and no tool
-    result yet get a call of tool ``name`` instead of the reply text.
+    ``scripted_call`` (Anthropic and Responses dialects): ``{"marker",
+    "name", "input"}`` makes a request whose messages hold ``marker`` and no
+    tool result yet get a call of tool ``name`` instead of the reply text.
     """
 
     def __init__(self, reply_text: str = "OK", model: str = DEFAULT_MODEL,
@@ -530,7 +530,7 @@ class MockLLM:
         self.reply_text = reply_text
         self.tool_call = tool_call  # {"name", "args"}: called once (see _tool_reply)
         self.model = model
-        self.tool_call: dict | None = None
+        self.scripted_call: dict | None = None  # {"marker", "name", "input"}: see call_due
         self.verbose = verbose
         self.log_path = log_path
         self.requests: list[dict] = []
@@ -575,10 +575,10 @@ class MockLLM:
         return self.url + "/v1"
 
     def call_due(self, conversation, result_mark: str) -> dict | None:
-        """``tool_call`` when ``conversation`` (a request's messages) holds
-        its marker and no tool result (``result_mark``) yet, else None."""
+        """``scripted_call`` when ``conversation`` (a request's messages)
+        holds its marker and no tool result (``result_mark``) yet, else None."""
         text = json.dumps(conversation or [])
-        call = self.tool_call
+        call = self.scripted_call
         return call if call and call["marker"] in text and result_mark not in text else None
 
     # -- log

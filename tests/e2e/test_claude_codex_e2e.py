@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from retriever.runners import install
+from retriever import render
+from retriever.runners import install, registry
 
 from .runners import CLAUDE_VERSIONS, REPO_ROOT, run_claude, run_codex, write_claude_settings, write_codex_hooks
 
@@ -47,14 +48,16 @@ def skr_env(home: Path, **extra) -> dict:
     return env
 
 
-def expected_block(library: Path, scratch: Path) -> str:
-    """What ``skill-retrieve`` itself answers for PROMPT (its own cache)."""
+def expected_block(library: Path, scratch: Path, runner: str = "") -> str:
+    """What ``skill-retrieve`` itself answers for PROMPT (its own cache),
+    its guidance line naming ``runner``'s way to load a skill."""
     scratch.mkdir(parents=True, exist_ok=True)
     cp = subprocess.run([str(BIN), "--root", str(library), PROMPT], capture_output=True, text=True,
                         env=skr_env(scratch, XDG_CACHE_HOME=scratch / "cache"), timeout=60)
     assert cp.returncode == 0 and cp.stdout.startswith(HEADING), cp
     assert "- **pdf-extract** (pdf-extract):" in cp.stdout
-    return cp.stdout.strip()
+    load = registry.RUNNERS[runner]["load"] if runner else None
+    return cp.stdout.replace(render.guidance(), render.guidance(load)).strip()
 
 
 def installed_command(runner: str, home: Path, **extra) -> str:
@@ -106,7 +109,7 @@ def diag(cp, home: Path) -> str:
 @pytest.mark.parametrize("version", CLAUDE_VERSIONS)
 def test_claude_code_injects_the_block(mock_llm, tmp_path, bare, version):
     library = make_library(tmp_path / "skills")
-    block = expected_block(library, tmp_path / "scratch")
+    block = expected_block(library, tmp_path / "scratch", "claude-code")
     command = f"{install.hook_command('claude-code')} --root {shlex.quote(str(library))}"
     settings = write_claude_settings(tmp_path / "settings.json", [command], timeout=30)
     home = tmp_path / "home"
@@ -125,7 +128,7 @@ def test_claude_code_installed_hook_finds_project_skills(mock_llm, tmp_path):
     home = tmp_path / "home"
     project = tmp_path / "project"
     make_library(project / ".claude" / "skills")
-    block = expected_block(project / ".claude" / "skills", tmp_path / "scratch")
+    block = expected_block(project / ".claude" / "skills", tmp_path / "scratch", "claude-code")
     installed_command("claude-code", home)
     # no --settings: Claude Code reads the user settings the installer wrote;
     # the hook takes the project from the payload's cwd.  Background
@@ -140,7 +143,7 @@ def test_claude_code_installed_hook_finds_project_skills(mock_llm, tmp_path):
 @pytest.mark.parametrize("trust", [True, False], ids=["trusted", "untrusted-control"])
 def test_codex_injects_the_block(mock_llm, tmp_path, trust):
     library = make_library(tmp_path / "skills")
-    block = expected_block(library, tmp_path / "scratch")
+    block = expected_block(library, tmp_path / "scratch", "codex")
     command = f"{install.hook_command('codex')} --root {shlex.quote(str(library))}"
     codex_home = tmp_path / "codex-home"
     write_codex_hooks(codex_home, [command], timeout=30)
@@ -161,7 +164,7 @@ def test_codex_installed_hook_finds_repo_skills(mock_llm, tmp_path):
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     make_library(repo / ".agents" / "skills")
-    block = expected_block(repo / ".agents" / "skills", tmp_path / "scratch")
+    block = expected_block(repo / ".agents" / "skills", tmp_path / "scratch", "codex")
     installed_command("codex", home, CODEX_HOME=codex_home)
     # run from a sub-folder: Codex reads .agents/skills up to the git root
     cp, reqs = run_codex(PROMPT, codex_home, mock_llm, cwd=repo / "src", home=home, timeout=90)

@@ -113,7 +113,7 @@ def _plugin_copy(dest: Path) -> Path:
 def test_claude_code_plugin_install_injects_the_block(mock_llm, tmp_path, version, installed):
     home = tmp_path / "home"
     library = make_library(home / ".claude" / "skills")
-    block = expected_block(library, tmp_path / "scratch")
+    block = expected_block(library, tmp_path / "scratch", "claude-code")
     proj = tmp_path / "project"
     proj.mkdir()
     if installed:
@@ -138,7 +138,7 @@ def test_gemini_cli_injects_the_block(mock_llm, tmp_path, hooked):
     home = tmp_path / "home"
     proj = tmp_path / "project"
     library = make_library(proj / ".gemini" / "skills")
-    block = expected_block(library, tmp_path / "scratch")
+    block = expected_block(library, tmp_path / "scratch", "gemini")
     write_gemini_settings(home, [install.hook_command("gemini")] if hooked else [])
     cp, reqs = run_gemini(PROMPT, home, mock_llm, proj, timeout=90,
                           extra_env={"SKILL_RETRIEVAL_REVALIDATE": "off"})
@@ -170,7 +170,7 @@ def test_cline_injects_the_block(mock_llm, tmp_path):
     home = tmp_path / "home"
     proj = tmp_path / "project"
     library = make_library(proj / ".cline" / "skills")
-    block = expected_block(library, tmp_path / "scratch")
+    block = expected_block(library, tmp_path / "scratch", "cline")
     cp = subprocess.run([str(BIN), "install", "cline"], capture_output=True, text=True, cwd=str(proj),
                         env=skr_env(home), timeout=60)
     assert cp.returncode == 0, cp

@@ -48,7 +48,7 @@ def test_claude_code_does_not_offer_again_what_the_session_holds(mock_llm, tmp_p
     project.mkdir()
     make_library(home / ".claude" / "skills")  # the skills Claude Code and the hook both see
     settings = write_claude_settings(tmp_path / "settings.json", [install.hook_command("claude-code")], timeout=30)
-    mock_llm.tool_call = {"marker": "LOADSKILL", "name": "Skill", "input": {"skill": "pdf-extract"}}
+    mock_llm.scripted_call = {"marker": "LOADSKILL", "name": "Skill", "input": {"skill": "pdf-extract"}}
 
     # Session a: the agent loads pdf-extract with the Skill tool on its own.
     a = str(uuid.uuid4())
@@ -78,7 +78,7 @@ def test_codex_does_not_offer_again_what_the_agent_read(mock_llm, tmp_path):
     make_library(home / ".agents" / "skills")
     skill_md = home / ".agents" / "skills" / "pdf-extract" / "SKILL.md"
     write_codex_hooks(codex_home, [install.hook_command("codex")], timeout=30)
-    mock_llm.tool_call = {"marker": "LOADSKILL", "name": "exec_command", "input": {"cmd": "cat %s" % skill_md}}
+    mock_llm.scripted_call = {"marker": "LOADSKILL", "name": "exec_command", "input": {"cmd": "cat %s" % skill_md}}
     env = {"SKILL_RETRIEVAL_REVALIDATE": "off", "SKILL_RETRIEVAL_SEMANTIC": "off"}
 
     def turn(prompt, *args):
