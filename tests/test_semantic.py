@@ -196,7 +196,7 @@ def test_a_build_embeds_over_forked_processes_and_redoes_a_failed_childs_part(tr
             return real.encode(part)
 
     before = _children()
-    again = embed._encode_forked(ChildFails(), texts, 3)
+    again = embed._encode_forked(ChildFails().encode, texts, 3)
     assert np.allclose(one, again, atol=1e-5)
     assert _children() == before  # every child was waited for
 

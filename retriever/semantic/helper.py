@@ -64,11 +64,16 @@ def _stat_sig(path):
 
 
 class Indexes:
-    """Loaded indexes and their vectors, by index path."""
+    """Loaded indexes and their vectors, by index path.  Missing vectors
+    are embedded at low priority: in a forked child (``aside``, the warm
+    helper's way: its answers never wait for the embedding), or in the
+    loading thread with its priority lowered (the Hermes plugin, which
+    does not fork inside the agent)."""
 
-    def __init__(self, log, max_indexes=MAX_INDEXES):
+    def __init__(self, log, max_indexes=MAX_INDEXES, aside=True):
         self.log = log
         self.max_indexes = max_indexes
+        self.aside = aside
         self.mu = threading.Lock()
         self.ready = {}    # path -> (key, stat signature, idx, vectors as dense.prepare gives them)
         self.loading = {}  # path -> ("key", build key) or ("stat", signature) being loaded
@@ -123,7 +128,10 @@ class Indexes:
             mat = vectors.load_for(path, idx["header"])
             if mat is None:
                 t0 = time.perf_counter()
-                mat, n = vectors.ensure(path, idx)
+                if not self.aside:
+                    from retriever.semantic import embed
+                    embed.lower_priority()  # this thread only; it ends after this load
+                mat, n = vectors.ensure(path, idx, aside=self.aside)
                 self.log("embedded %d skills of %s in %.1fs" % (n, path, time.perf_counter() - t0))
             vecs = dense.prepare(mat)
             del mat
@@ -481,6 +489,8 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
                     log("request failed: %s: %s" % (type(exc).__name__, exc))
         log("exiting (%s)" % reason)
     finally:
+        from retriever.semantic import embed
+        embed.stop_children()  # an embedding under way is of no use to anyone now
         srv.close()
         try:
             if os.stat(sock_path).st_ino == ino:
