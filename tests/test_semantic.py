@@ -977,3 +977,30 @@ def test_the_helper_answers_while_a_long_embedding_is_under_way(tmp_path, tree, 
     finally:
         os.kill(child, signal.SIGCONT)
     assert _wait(lambda: _fused(env, index, "topic 12 of the large library")["tiers"] == ["bm25", "semantic"])
+
+
+def test_the_helper_loads_the_model_only_for_a_library_with_skills(tmp_path, monkeypatch):
+    """A helper asked only about a library without skills never loads the
+    model; the first library with skills makes it load."""
+    import threading
+    from retriever import build
+    from retriever.semantic import embed, helper
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    index = str(tmp_path / "empty.skr")
+    build.build(build.resolve([str(empty)]), index)
+    loads = []
+    monkeypatch.setattr(embed, "model", lambda: loads.append(1))
+    monkeypatch.setattr(helper, "MODEL_WANTED", threading.Event(), raising=False)
+    warm = threading.Thread(target=helper._warm, args=(lambda m: None,), daemon=True)
+    warm.start()  # as the helper starts it
+    indexes = helper.Indexes(lambda m: None)
+    assert _wait(lambda: indexes.get_file(index) is not None)
+    warm.join(2)  # a model load started with the helper would be done by now
+    assert loads == [] and warm.is_alive()
+    root = make_tree(tmp_path / "skills")
+    other = str(tmp_path / "i.skr")
+    build.build(build.resolve([str(root)]), other)
+    indexes.get_file(other)  # starts loading it: it has skills
+    warm.join(60)
+    assert loads and not warm.is_alive()  # the warm-up loaded the model

@@ -43,6 +43,9 @@ from retriever import locate
 from retriever.semantic import client
 
 MAX_INDEXES = 8  # indexes kept in memory; the least recently used is dropped
+# Set once an index with skills is asked about: the helper loads the model
+# then, not at start, so a library without skills never loads it.
+MODEL_WANTED = threading.Event()
 
 
 def idle_seconds():
@@ -121,6 +124,8 @@ class Indexes:
             # request load again, never serve a stale matrix.
             sig = _stat_sig(path)
             idx = store.load(path)
+            if idx["header"]["n_docs"]:
+                MODEL_WANTED.set()
             key = client.index_key(idx["header"])
             if want[0] == "key" and key != want[1]:
                 # The index changed again since the request: the next one names it.
@@ -509,6 +514,10 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
 
 
 def _warm(log):
+    # Started with the helper; loads the model once a library with skills
+    # is asked about (MODEL_WANTED), so the first answer about it finds it
+    # loading or loaded.
+    MODEL_WANTED.wait()
     try:
         t0 = time.perf_counter()
         from retriever.semantic import embed
