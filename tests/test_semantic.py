@@ -1004,3 +1004,30 @@ def test_the_helper_loads_the_model_only_for_a_library_with_skills(tmp_path, mon
     indexes.get_file(other)  # starts loading it: it has skills
     warm.join(60)
     assert loads and not warm.is_alive()  # the warm-up loaded the model
+
+
+def test_a_failed_embedding_child_is_redone_by_its_parent_at_low_priority(tmp_path, monkeypatch):
+    """The helper's embedding child failing (any error) costs a retry in
+    the helper's loading thread, at the same low priority: the vectors
+    still come, and no child is left behind."""
+    import threading
+    import numpy as np
+    from retriever.semantic import embed
+    embed.model()
+    parent = os.getpid()
+    seen = []
+
+    def enc(texts):
+        if os.getpid() != parent:
+            raise RuntimeError("child failed")
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return np.ones((len(texts), 512), dtype=np.float32)
+    monkeypatch.setattr(embed, "_BATCHED", enc)
+    got = []
+    before = _children()
+    t = threading.Thread(target=lambda: got.append(embed.encode_aside(["a", "b", "c"])))
+    t.start()
+    t.join(120)
+    assert got and got[0].shape == (3, 512) and (got[0] == 1).all()
+    assert seen == [embed.BACKGROUND_NICE]
+    assert _children() == before

@@ -125,33 +125,43 @@ def lower_priority(nice=BACKGROUND_NICE):
         pass
 
 
-def encode_aside(texts, nice=BACKGROUND_NICE, deadline=None):
+def encode_aside(texts, nice=BACKGROUND_NICE):
     """Embed ``texts`` (a library's, not a query) in a forked child at
     low priority, for a process that answers queries meanwhile (the warm
     helper): the child holds neither the parent's GIL nor its CPU share,
     so no answer waits for it.  The calling thread only waits.  When the
-    child cannot start or does not finish within ``deadline`` seconds (by
-    default generous: 30 s and 50 ms a text), it is killed and the texts
-    are embedded in this thread instead, at the same low priority."""
-    import os
-    import time
+    child cannot start, fails, or is stuck (it has used far more CPU than
+    the texts need, or an hour has passed: a lock another thread held at
+    the fork), it is killed and the texts are embedded in this thread
+    instead, at the same low priority.  A child that merely waits for a
+    busy machine's spare CPU is left to wait."""
     import numpy as np
     texts = list(texts)
     enc = _encoder()  # loaded here, before the fork: the child finds it ready
     if not texts:
         return np.zeros((0, 512), dtype=np.float32)
-    deadline = 30.0 + 0.05 * len(texts) if deadline is None else deadline
-    got = _forked_rows(enc, texts, nice, deadline, time.monotonic)
+    got = _forked_rows(enc, texts, nice, cpu_limit=10.0 + 0.05 * len(texts), wall_limit=3600.0)
     if got is not None:
         return got
     lower_priority(nice)
     return np.asarray(enc(texts), dtype=np.float32).reshape(len(texts), -1)
 
 
-def _forked_rows(enc, texts, nice, deadline, clock):
+def _cpu_seconds(pid):
+    # user + system CPU of a process (Linux /proc); 0.0 when unreadable.
+    import os
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _forked_rows(enc, texts, nice, cpu_limit, wall_limit):
     # One child writes the rows into a shared anonymous mapping; the
-    # parent polls for its exit (waitpid with WNOHANG, so the deadline
-    # holds) and returns None when it failed or was too slow.
+    # parent polls for its exit (waitpid with WNOHANG, so the limits
+    # hold) and returns None when it failed or was stuck.
     import mmap
     import os
     import time
@@ -176,16 +186,16 @@ def _forked_rows(enc, texts, nice, deadline, clock):
                 os._exit(code)
         _CHILDREN.add(pid)
         try:
-            end = clock() + deadline
+            end = time.monotonic() + wall_limit
             while True:
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
                     break
-                if clock() > end:
+                if time.monotonic() > end or _cpu_seconds(pid) > cpu_limit:
                     os.kill(pid, 9)
                     os.waitpid(pid, 0)
                     return None
-                time.sleep(0.02)
+                time.sleep(0.05)
         finally:
             _CHILDREN.discard(pid)
         return out.copy() if status == 0 else None
