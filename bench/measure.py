@@ -22,7 +22,8 @@ TIME_BIN = "/usr/bin/time"
 
 
 def run_once(argv, stdin=None, env=None):
-    """Run ``argv`` to completion.  Returns a dict: wall (s), rss (KiB),
+    """Run ``argv`` to completion.  Returns a dict: wall (s), cpu (s: user
+    + system of the process and of the children it waited for), rss (KiB),
     code, out (bytes), err (bytes)."""
     with tempfile.TemporaryFile() as errf:
         t0 = time.perf_counter()
@@ -41,7 +42,8 @@ def run_once(argv, stdin=None, env=None):
         p.stdout.close()
         errf.seek(0)
         err = errf.read()
-    return {"wall": wall, "rss": ru.ru_maxrss, "code": p.returncode, "out": out, "err": err}
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss, "code": p.returncode,
+            "out": out, "err": err}
 
 
 # A million iterations of an empty interpreter loop, best of 5, in ms.

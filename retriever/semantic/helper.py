@@ -43,6 +43,9 @@ from retriever import locate
 from retriever.semantic import client
 
 MAX_INDEXES = 8  # indexes kept in memory; the least recently used is dropped
+# Set once an index with skills is asked about: the helper loads the model
+# then, not at start, so a library without skills never loads it.
+MODEL_WANTED = threading.Event()
 
 
 def idle_seconds():
@@ -64,11 +67,16 @@ def _stat_sig(path):
 
 
 class Indexes:
-    """Loaded indexes and their vectors, by index path."""
+    """Loaded indexes and their vectors, by index path.  Missing vectors
+    are embedded at low priority: in a forked child (``aside``, the warm
+    helper's way: its answers never wait for the embedding), or in the
+    loading thread with its priority lowered (the Hermes plugin, which
+    does not fork inside the agent)."""
 
-    def __init__(self, log, max_indexes=MAX_INDEXES):
+    def __init__(self, log, max_indexes=MAX_INDEXES, aside=True):
         self.log = log
         self.max_indexes = max_indexes
+        self.aside = aside
         self.mu = threading.Lock()
         self.ready = {}    # path -> (key, stat signature, idx, vectors as dense.prepare gives them)
         self.loading = {}  # path -> ("key", build key) or ("stat", signature) being loaded
@@ -116,6 +124,8 @@ class Indexes:
             # request load again, never serve a stale matrix.
             sig = _stat_sig(path)
             idx = store.load(path)
+            if idx["header"]["n_docs"]:
+                MODEL_WANTED.set()
             key = client.index_key(idx["header"])
             if want[0] == "key" and key != want[1]:
                 # The index changed again since the request: the next one names it.
@@ -123,7 +133,10 @@ class Indexes:
             mat = vectors.load_for(path, idx["header"])
             if mat is None:
                 t0 = time.perf_counter()
-                mat, n = vectors.ensure(path, idx)
+                if not self.aside:
+                    from retriever.semantic import embed
+                    embed.lower_priority()  # this thread only; it ends after this load
+                mat, n = vectors.ensure(path, idx, aside=self.aside)
                 self.log("embedded %d skills of %s in %.1fs" % (n, path, time.perf_counter() - t0))
             vecs = dense.prepare(mat)
             del mat
@@ -592,6 +605,8 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
             reason = conns.stopping
         log("exiting (%s)" % reason)
     finally:
+        from retriever.semantic import embed
+        embed.stop_children()  # an embedding under way is of no use to anyone now
         srv.close()
         try:
             if os.stat(sock_path).st_ino == ino:
@@ -612,6 +627,10 @@ def serve(sock_path=None, idle=None, log=None, warm=True):
 
 
 def _warm(log):
+    # Started with the helper; loads the model once a library with skills
+    # is asked about (MODEL_WANTED), so the first answer about it finds it
+    # loading or loaded.
+    MODEL_WANTED.wait()
     try:
         t0 = time.perf_counter()
         from retriever.semantic import embed

@@ -14,7 +14,8 @@ class Provider:
     def __init__(self, log=None, max_indexes=None):
         from retriever.semantic import helper
         self.log = log or (lambda m: None)
-        self.indexes = helper.Indexes(self.log, max_indexes or helper.MAX_INDEXES)
+        # No fork inside the agent's process: the loading thread embeds, at low priority.
+        self.indexes = helper.Indexes(self.log, max_indexes or helper.MAX_INDEXES, aside=False)
         self.model_ready = False
         self.status = "loading"
         threading.Thread(target=self._warm, daemon=True, name="skill-retrieval-model").start()

@@ -78,14 +78,10 @@ def texts_of(idx, body_chars=None):
     return out
 
 
-def ensure(index_path, idx, log=None, workers=1, fork=False):
-    """Make ``<index>.vec`` match the loaded index ``idx``: rows whose text
-    is unchanged are copied from the old file, the others embedded (over
-    ``workers`` threads, or processes with ``fork``: ``embed.encode``).
-    Returns ``(float32 matrix, embedded count)``."""
-    import numpy as np
-    from retriever.semantic import embed
-    hdr = idx["header"]
+def missing(index_path, idx):
+    """``(texts, digests, old rows by digest, numbers of the skills to
+    embed)`` for the loaded index ``idx``: a skill whose text is in the
+    current ``<index>.vec`` is not embedded again."""
     texts = texts_of(idx)
     keys = [_digest(t) for t in texts]
     old = read(vec_path(index_path))
@@ -93,21 +89,34 @@ def ensure(index_path, idx, log=None, workers=1, fork=False):
     if old is not None:
         for k, row in zip(old[0].get("keys", ()), old[1]):
             have[k] = row
-    missing = [i for i, k in enumerate(keys) if k not in have]
+    return texts, keys, have, [i for i, k in enumerate(keys) if k not in have]
+
+
+def ensure(index_path, idx, log=None, workers=1, fork=False, aside=False, todo=None):
+    """Make ``<index>.vec`` match the loaded index ``idx``: rows whose text
+    is unchanged are copied from the old file, the others embedded (over
+    ``workers`` threads, or processes with ``fork``: ``embed.encode``; in
+    a low-priority child with ``aside``: ``embed.encode_aside``).  ``todo``
+    is ``missing``'s answer when the caller has it.  Returns ``(float32
+    matrix, embedded count)``."""
+    import numpy as np
+    from retriever.semantic import embed
+    hdr = idx["header"]
+    texts, keys, have, todo = todo or missing(index_path, idx)
     dim = 512
     mat = np.zeros((len(texts), dim), dtype=np.float16)
     for i, k in enumerate(keys):
         if k in have:
             mat[i] = have[k]
-    if missing:
-        vecs = embed.encode([texts[i] for i in missing], workers, fork)
-        dim = vecs.shape[1]
-        mat[missing] = vecs.astype(np.float16)
+    if todo:
+        batch = [texts[i] for i in todo]
+        vecs = embed.encode_aside(batch) if aside else embed.encode(batch, workers, fork)
+        mat[todo] = vecs.astype(np.float16)
     write(vec_path(index_path), hdr, keys, mat)
     if log:
         log("vectors for %s: %d skills, %d embedded, %d reused"
-            % (index_path, len(texts), len(missing), len(texts) - len(missing)))
-    return mat.astype(np.float32), len(missing)
+            % (index_path, len(texts), len(todo), len(texts) - len(todo)))
+    return mat.astype(np.float32), len(todo)
 
 
 def write(path, idx_header, keys, mat):
