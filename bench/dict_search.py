@@ -2,8 +2,9 @@
 formats (pickle, orjson, rebuild-every-process).
 
 Mirrors the shipped ranking step by step (same analyzer, same summation
-order, same top-k and the same decision of what to inject), so the formats differ only in how the index reaches memory.  The
-benchmark checks top-1 agreement, so a drift between the two shows up.
+order, same top-k and the same decision of what to inject), so the formats
+differ only in how the index reaches memory.  The benchmark checks top-1
+agreement, so a drift between the two shows up.
 """
 
 from retriever import query

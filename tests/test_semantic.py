@@ -166,8 +166,6 @@ def test_fuse_is_linear_over_the_pool():
     got = {d: round(f, 6) for d, f, _ in out}
     assert got == {0: 0.55, 1: 0.55, 2: 0.35}
     assert [d for d, _, _ in out] == [0, 1, 2]  # ties by skill number
-    assert fuse.weakly_similar([]) and fuse.weakly_similar([(0, 1.0, 0.1)])
-    assert not fuse.weakly_similar([(0, 0.2, 0.5)])
 
 
 def test_alpha_falls_for_non_latin_and_poorly_covered_queries():

@@ -1,6 +1,6 @@
-"""Fusing BM25 with the sentence encoder's cosines, and the abstention
-that goes with it.  Pure Python: the per-prompt client fuses with the
-cosines the helper sends back, without numpy.
+"""Fusing BM25 with the sentence encoder's cosines (what is then injected
+is ``retriever.decide``'s).  Pure Python: the per-prompt client fuses
+with the cosines the helper sends back, without numpy.
 
 Linear fusion (issue 16), with the weights chosen on the eval (the
 external mixed rows, eval/cjk_queries.jsonl and
@@ -27,11 +27,6 @@ ALPHA = 0.6          # BM25's share for a query it covers well (FULL_COVER or mo
 ALPHA_LOW = 0.15     # ... for one it does not cover at all (the ramp's foot)
 FULL_COVER = 0.8
 ALPHA_FOREIGN = 0.2  # ... for a query mostly in a non-Latin script
-# Abstention: the best fused candidate is "weakly similar" under this
-# cosine.  Off-topic messages score 0.05-0.2 against every skill; the
-# external set's near-miss negatives score like its positives (AUC 0.62),
-# so no floor silences them without losing positives (docs/semantic-tier.md, make eval).
-MIN_COSINE = 0.2
 
 
 def non_latin_share(text):
@@ -69,8 +64,3 @@ def fuse(acc, bm_top, cos, alpha):
         out.append((d, alpha * acc.get(d, 0.0) / bmax + (1.0 - alpha) * c, c))
     out.sort(key=lambda x: (-x[1], x[0]))
     return out
-
-
-def weakly_similar(fused, min_cosine=MIN_COSINE):
-    """True when the best fused candidate's cosine is under ``min_cosine``."""
-    return not fused or fused[0][2] < min_cosine
