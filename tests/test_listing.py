@@ -398,3 +398,17 @@ def test_doctor_says_whether_the_cline_cli_gets_the_block(run, home):
     os.unlink(os.path.join(home, ".cline", "plugins", "skill-retrieval.js"))
     text = run("doctor", "--runner", "cline", "--no-probe").stdout
     assert "the Cline CLI never reads the hook file" in text
+
+
+def test_a_names_only_write_never_replaces_what_another_program_wrote_meanwhile(tmp_path):
+    """The listing's settings writes replace only the bytes they read
+    (issue 31's installer rule, for the names-only half too)."""
+    import io
+    from retriever.runners import listing
+    path = tmp_path / "settings.json"
+    path.write_text('{"theirs": 1}\n')
+    read = path.read_text()
+    path.write_text('{"theirs": 2, "written": "meanwhile"}\n')  # another program, between read and write
+    with pytest.raises(listing.Refused, match="changed by another program"):
+        listing._write(str(path), read, '{"ours": 1}\n', io.StringIO(), False)
+    assert path.read_text() == '{"theirs": 2, "written": "meanwhile"}\n'

@@ -9,6 +9,8 @@ uninstall removes (with the file, when install created it).
 Cold path: imports freely.
 """
 
+import sys
+
 from retriever.runners import install, listing
 
 
@@ -32,13 +34,21 @@ def run(args):
             print("  Hermes: the plugin lists skills by name only unless SKILL_RETRIEVAL_COMPACT=0 "
                   "is set in its environment (--no-compact does not change the plugin)")
         return code
-    if command == "uninstall":
-        # The listing first, so the hook's file is back as install left it
-        # (and is restored byte for byte); a file it refuses is named once.
-        code = listing.uninstall(args.runner, args.project, args.dry_run)
-        return code or install.run(args)
-    code = install.run(args)
-    if code == 0:
-        code = listing.install(args.runner, args.project, args.dry_run,
-                               compact=not getattr(args, "no_compact", False))
-    return code
+    from retriever import fileutil
+    # Both halves under the installers' lock (re-entrant): no install or
+    # uninstall of ours interleaves with them.
+    try:
+        with fileutil.install_lock():
+            if command == "uninstall":
+                # The listing first, so the hook's file is back as install
+                # left it (restored byte for byte); a refused file is named once.
+                code = listing.uninstall(args.runner, args.project, args.dry_run)
+                return code or install.run(args)
+            code = install.run(args)
+            if code == 0:
+                code = listing.install(args.runner, args.project, args.dry_run,
+                                       compact=not getattr(args, "no_compact", False))
+            return code
+    except (OSError, fileutil.Unchanged) as exc:  # the lock itself: no state folder, or held
+        sys.stderr.write("skill-retrieve: %s: %s\n" % (command, exc))
+        return 1

@@ -123,7 +123,11 @@ def _write(path, old, new, out, dry_run):
         os.unlink(path)
         return []
     made = fileutil.missing_parents(path) if old is None else []
-    write_atomic(path, new)
+    # Replace only what was read (install.py's rule): another program that
+    # wrote the file meanwhile keeps its edit, and we say so.
+    if not write_atomic(path, new, expect=None if old is None else old.encode("utf-8")):
+        raise Refused("%s was changed by another program while it was being updated; left unchanged - "
+                      "run it again" % path)
     return made
 
 
