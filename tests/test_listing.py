@@ -9,6 +9,8 @@ Everything runs the real executable on temporary homes.
 import json
 import os
 
+import sys
+
 import pytest
 
 from conftest import assert_clean, make_skill
@@ -170,6 +172,10 @@ plugins = false
 model = "o4-mini"'''
 
 
+NEEDS_TOMLLIB = pytest.mark.skipif(sys.version_info < (3, 11), reason="editing config.toml needs tomllib (3.11+)")
+
+
+@NEEDS_TOMLLIB
 def test_codex_switch_is_added_textually_and_removed_byte_for_byte(run, codex_home):
     path = str(codex_home / "config.toml")
     write(path, CODEX_CONFIG)
@@ -187,6 +193,7 @@ def test_codex_switch_is_added_textually_and_removed_byte_for_byte(run, codex_ho
     assert read(path).decode() == CODEX_CONFIG
 
 
+@NEEDS_TOMLLIB
 def test_codex_keeps_the_users_own_value(run, codex_home):
     path = str(codex_home / "config.toml")
     original = "suppress_unstable_features_warning = false\n[features]\nomit_skill_descriptions = false\n"
@@ -197,6 +204,7 @@ def test_codex_keeps_the_users_own_value(run, codex_home):
     assert read(path).decode() == original
 
 
+@NEEDS_TOMLLIB
 def test_codex_without_a_config_gets_one_and_loses_it_again(run, codex_home):
     path = str(codex_home / "config.toml")
     assert_clean(run("install", "codex"))
@@ -216,6 +224,7 @@ def test_codex_config_it_cannot_edit_safely_is_left_alone(run, codex_home, text)
     assert read(path).decode() == text
 
 
+@NEEDS_TOMLLIB
 def test_codex_edit_reads_back_as_intended():
     new, rec = listing.codex_edit('a = 1\n[features]\nx = 2\n[t]\ny = 3')
     import tomllib
@@ -412,3 +421,10 @@ def test_a_names_only_write_never_replaces_what_another_program_wrote_meanwhile(
     with pytest.raises(listing.Refused, match="changed by another program"):
         listing._write(str(path), read, '{"ours": 1}\n', io.StringIO(), False)
     assert path.read_text() == '{"theirs": 2, "written": "meanwhile"}\n'
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 11), reason="Python 3.11+ has tomllib")
+def test_without_tomllib_codex_installs_the_hook_and_says_how_to_finish(run, codex_home):
+    proc = run("install", "codex")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "codex: names only not set: editing" in proc.stdout and "by hand" in proc.stdout

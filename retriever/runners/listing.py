@@ -360,12 +360,17 @@ def _codex_path(project=None):
     return os.path.join(os.path.dirname(install.settings_path("codex", project)), "config.toml")
 
 
+class NoReader(Refused):
+    """No TOML reader to check an edit with (Python < 3.11): the edit is
+    not made, and install says how to make it by hand."""
+
+
 def _toml(text, path):
     try:
         import tomllib
     except ImportError:  # Python < 3.11: no reader to check the edit with
-        raise Refused("editing %s needs Python 3.11 or newer (tomllib) to check the result; "
-                      "add `%s` under [features] and `%s` at the top by hand" % (path, OMIT_LINE, QUIET_LINE))
+        raise NoReader("editing %s needs Python 3.11 or newer (tomllib) to check the result; "
+                       "add `%s` under [features] and `%s` at the top by hand" % (path, OMIT_LINE, QUIET_LINE))
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -751,6 +756,11 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True):
             return _claude_install(project, os.path.abspath(project) if project else os.getcwd(), out, dry_run)
         return {"codex": _codex_install, "gemini": _gemini_install,
                 "opencode": _opencode_install}[runner](project, out, dry_run)
+    except NoReader as exc:
+        # Not an error of the user's files: the hook works, the listing
+        # stays as it was, and the line says how to finish by hand.
+        out.write("%s: names only not set: %s\n" % (runner, exc))
+        return 0
     except Exception as exc:
         if not isinstance(exc, (Refused, fileutil.ReadOnly, OSError)) and type(exc).__name__ != "Refused":
             raise
