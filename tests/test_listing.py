@@ -214,6 +214,7 @@ def test_codex_without_a_config_gets_one_and_loses_it_again(run, codex_home):
     assert not os.path.exists(path)
 
 
+@NEEDS_TOMLLIB
 @pytest.mark.parametrize("text", ['model = "o3"\nfeatures = { plugins = false }\n', "model = [unclosed\n"])
 def test_codex_config_it_cannot_edit_safely_is_left_alone(run, codex_home, text):
     path = str(codex_home / "config.toml")
