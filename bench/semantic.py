@@ -116,9 +116,9 @@ def stop_helper(proc, env):
 
 
 def _embedded(out):
-    """The count in the build's "semantic vectors: N skill(s) embedded" line."""
+    """The count in the build's "semantic vectors: N skills embedded" line."""
     import re
-    m = re.search(rb"semantic vectors: (\d+) skill\(s\) embedded", out)
+    m = re.search(rb"semantic vectors: (\d+) skills? embedded", out)
     return int(m.group(1)) if m else 0
 
 

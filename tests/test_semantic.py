@@ -892,7 +892,7 @@ def test_a_rebuild_after_one_edit_leaves_the_skill_to_the_helper_without_loading
     make_skill(root, "dev/git-bisect", {"name": "git-bisect", "description": "Bisect history to find a regression."})
     proc, loaded = _build_recording_loads(tmp_path, root, index)
     assert not loaded
-    assert "1 changed skill(s) left to the semantic helper" in proc.stdout
+    assert "1 changed skill left to the semantic helper" in proc.stdout
     # The vectors of the other four are reused by whoever embeds the fifth.
     assert len(vectors.missing(str(index), store.load(str(index)))[3]) == 1
 

@@ -239,8 +239,9 @@ def build_vectors(index_path, out=None):
     n = len(todo[3])
     if n and n < BUILD_EMBED_MIN and os.path.exists(vectors.vec_path(index_path)):
         if out:
-            out("semantic vectors: %d changed skill(s) left to the semantic helper, which embeds them "
-                "on the next query\n" % n)
+            from retriever.render import plural
+            out("semantic vectors: %s left to the semantic helper, which embeds %s on the next query\n"
+                % (plural(n, "changed skill"), "it" if n == 1 else "them"))
         return 0
     if n:
         embed.lower_priority(embed.BUILD_NICE)  # this process runs alone now: it, and its forks
