@@ -90,6 +90,24 @@ def skill_id(path):
     return p.split("/corpora/", 1)[-1]
 
 
+class _WithChat:
+    """``provider``'s cosines, with the no-skill likeness ``chat`` measured
+    against the turn's out-of-fold bank instead of the shipped one."""
+
+    def __init__(self, provider, chat):
+        self.provider, self.chat = provider, chat
+
+    def begin(self, index_path, idx, text=None):
+        session = self.provider.begin(index_path, idx)
+
+        def cosines(text, candidates):
+            from retriever import semantic
+            cos = session(text, candidates)
+            cos[semantic.CHAT] = self.chat
+            return cos
+        return cosines
+
+
 def compute_features(turns, corpora, cache):
     """Every turn's candidates and features, BM25 and fused."""
     import numpy as np
@@ -108,25 +126,14 @@ def compute_features(turns, corpora, cache):
     out = []
     for i, t in enumerate(turns):
         bank = vecs[[j for j in no_skill if fold_of(j) != fold_of(i)]]
-        c = np.sort(bank @ vecs[i])[-3:]
-        chat = float(c.mean())
-        session = provider.begin(idx["_path"], idx)
-
-        def with_chat(text, cands, session=session, chat=chat):
-            cos = session(text, cands)
-            cos[semantic.CHAT] = chat
-            return cos
-
-        class Fold:
-            def begin(self, *a):
-                return with_chat
+        fold = _WithChat(provider, float(np.sort(bank @ vecs[i])[-3:].mean()))
         row = {"id": t["id"], "kind": t["kind"], "fold": fold_of(i), "relevant": t["relevant"]}
         for mode in ("bm25", "fused"):
             info = {}
             if mode == "bm25":
                 query.search(idx, t["query"], 6, explain=info)
             else:
-                semantic.search(idx, idx["_path"], t["query"], 6, Fold(), explain=info)
+                semantic.search(idx, idx["_path"], t["query"], 6, fold, explain=info)
             row[mode] = [{"id": skill_id(c["path"]), "x": c["x"]} for c in info.get("cands", [])]
         out.append(row)
     return out

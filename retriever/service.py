@@ -351,12 +351,13 @@ def rank(idx, path, text, k, req, keep, provider):
     answered go to ``req["tiers"]``."""
     if provider == "client" and not settings.get("SKILL_RETRIEVAL_SEMANTIC"):
         provider = None
+    decide = settings.get("SKILL_RETRIEVAL_DECIDE")
     if provider is None:
         from retriever import query
         req["tiers"] = ["bm25"]
-        return query.search(idx, text, k, keep=keep, decide=settings.get("SKILL_RETRIEVAL_DECIDE"))
+        return query.search(idx, text, k, keep=keep, decide=decide)
     from retriever import semantic
-    return semantic.rank(idx, path, text, k, req, keep, provider)
+    return semantic.rank(idx, path, text, k, req, keep, provider, decide)
 
 
 def shortlist(text, results, inject_k, rerank=False, session_id=None, warn=None):

@@ -65,9 +65,9 @@ def run(args):
     # The ranking and the decision exactly as a query makes them, with the
     # model in this process when the tier is on (explain is not timed).
     provider, tier = semantic.explain_provider(idx, path)
+    decide = settings.get("SKILL_RETRIEVAL_DECIDE")
     info = {}
-    injected, tiers = semantic.search(idx, path, text, top_k, provider, explain=info,
-                                      decide=settings.get("SKILL_RETRIEVAL_DECIDE"))
+    injected, tiers = semantic.search(idx, path, text, top_k, provider, explain=info, decide=decide)
     injected = injected[:inject_k]
     recs, _, _ = skills.collect(build.scope_of(hdr)["roots"], set(hdr["disabled"]))
     by_id = {r["id"]: r for r in recs}
@@ -102,7 +102,7 @@ def run(args):
         w("ranking: BM25%s\n" % ("" if tier == "off" else " alone (semantic tier: %s)" % tier))
     cands = info.get("cands", [])
     printed = set(r["id"] for r in injected)
-    _decision(w, info, cands, printed, inject_k, settings.get("SKILL_RETRIEVAL_DECIDE"))
+    _decision(w, info, cands, printed, inject_k, decide)
     shown = set()
     for rank, c in enumerate(cands, 1):
         shown.add(c["id"])

@@ -152,20 +152,19 @@ def early(index_path, text):
     return p
 
 
-def rank(idx, index_path, text, k, req=None, keep=None, provider="client"):
+def rank(idx, index_path, text, k, req=None, keep=None, provider="client", decide=True):
     """The one call the answer paths make: ``search`` with the provider
     this process should use: ``"client"`` (the default) asks the warm
     helper when the tier is on and installed, None is BM25 only, an object
     is used as it is (the Hermes plugin's in-process one).  The tiers that
-    answered go to ``req["tiers"]`` for ``--format json``."""
+    answered go to ``req["tiers"]`` for ``--format json``; ``decide``
+    (SKILL_RETRIEVAL_DECIDE, read by the caller) as in ``search``."""
     if provider == "client":
         provider = None
         if enabled():
             from retriever.semantic import client
             provider = client.Provider()
-    from retriever import settings
-    results, tiers = search(idx, index_path, text, k, provider, keep=keep,
-                            decide=settings.get("SKILL_RETRIEVAL_DECIDE"))
+    results, tiers = search(idx, index_path, text, k, provider, keep=keep, decide=decide)
     if req is not None:
         req["tiers"] = list(tiers)
     return results
