@@ -33,7 +33,8 @@ def plain_dict(index_path):
         index[term] = list(zip(*store.postings(idx, i)))
         idf[term] = idf_all[i]
     docs = [store.doc(idx, n) for n in range(hdr["n_docs"])]
-    return {"header": {"params": hdr["params"]}, "index": index, "idf": idf, "docs": docs}
+    # n_docs: the decision puts IDF on the library's scale (decide.max_idf).
+    return {"header": {"params": hdr["params"], "n_docs": hdr["n_docs"]}, "index": index, "idf": idf, "docs": docs}
 
 
 def export(index_path, pickle_path, orjson_path):

@@ -33,7 +33,7 @@ built = index.build(recs, prof)
 postings = dict(zip(built["terms"], built["postings"]))
 idf = dict(zip(built["terms"], built["idf"]))
 docs = [(r["id"], r["name"], r["path"], r["description"], r.get("vis")) for r in recs]
-header = {"params": {"analyzer": prof["analyzer"]}}
+header = {"params": {"analyzer": prof["analyzer"]}, "n_docs": len(docs)}
 
 
 def search(text):
