@@ -94,7 +94,7 @@ def main(argv=None):
         p = Provider(matrix(idx, args.cache, body))
         for a, lo, full in grid:
             fuse.ALPHA, fuse.ALPHA_LOW, fuse.FULL_COVER = a, lo, full
-            res = {k: run_eval.evaluate(v, lambda r: idx, 6, None, None, p) for k, v in sets.items()}
+            res = {k: run_eval.evaluate(v, lambda r: idx, 6, False, p) for k, v in sets.items()}
             print("body %d a %.2f low %.2f full %.1f%s  %s" % (
                 body, a, lo, full, " (shipped)" if (a, lo, full) == shipped else "",
                 "  ".join("%s R@5 %.3f MRR %.3f" % (k, m["R@5"], m["MRR@10"]) for k, m in res.items())))

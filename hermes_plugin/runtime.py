@@ -254,10 +254,10 @@ def message_text(user_message):
         return ""
 
 
-def retrieve(state, text, session_id="", platform="", history=None, remember=False):
+def retrieve(state, text, session_id="", platform="", history=None):
     """The results injected for ``text``: the same ranking as
     ``skill-retrieve`` (top_k searched, inject_k kept), minus what Hermes
-    hides from this session.  With ``remember``, also minus what the
+    hides from this session.  With a ``session_id``, also minus what the
     session was given in its last turns or has loaded (``history``: the
     conversation Hermes passes), and this turn's results are remembered."""
     from retriever import service
@@ -271,7 +271,7 @@ def retrieve(state, text, session_id="", platform="", history=None, remember=Fal
     req = {"keep": lambda r: visibility.visible(r, view), "session_id": session_id or None, "quiet": True,
            "semantic": state.get("semantic"), "_path": state["path"]}
     results, _ = service.answer(text, req, idx=idx)
-    if remember and session_id:
+    if session_id:
         # Kept in memory: this process lives as long as Hermes does.
         from retriever import session
         with state["mu"]:  # gateway turns run in several threads
@@ -293,7 +293,7 @@ def make_pre_llm_call(state):
             from retriever import render
             from retriever.runners import registry
             block = render.text_block(retrieve(state, text, session_id or "", platform or "",
-                                               conversation_history, remember=True),
+                                               conversation_history),
                                       registry.RUNNERS["hermes"]["load"])
             maybe_check(state)
             return {"context": block} if block else None

@@ -256,10 +256,11 @@ def open_detached(req):
 
     def body():
         try:
+            from retriever import render
             t0 = time.perf_counter()
             idx, _ = open_index(dict(req, quiet=True))
-            locate.log("%s: built index %s (%d skills from %d folder(s), %.2fs)"
-                       % (label, path, idx["header"]["n_docs"], len(idx["header"]["roots"]),
+            locate.log("%s: built index %s (%s from %d folder(s), %.2fs)"
+                       % (label, path, render.plural(idx["header"]["n_docs"], "skill"), len(idx["header"]["roots"]),
                           time.perf_counter() - t0))
             return True
         except BaseException as exc:

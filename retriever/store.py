@@ -259,10 +259,10 @@ def remove_dead_temps(target):
     name under us: a private folder, or a sticky one (/tmp)."""
     import fcntl
     import os
+    from retriever import locate
     folder, name = os.path.split(target)
     try:
-        st = os.stat(folder or ".")
-        if not (st.st_uid == os.getuid() and not st.st_mode & 0o022) and not st.st_mode & 0o1000:
+        if not (locate.private_dir(folder or ".") or os.stat(folder or ".").st_mode & 0o1000):
             return
         names = [n for n in os.listdir(folder or ".") if n.startswith(name + _TEMP)]
     except OSError:

@@ -124,11 +124,7 @@ def run_build(args):
         sys.stderr.write("skill-retrieve: warning: no skill folders found%s\n"
                          % ("" if args.root else " (looked in ~/.hermes/skills, ~/.claude/skills, "
                             ".agents/skills; name yours with: skill-retrieve roots add DIR)"))
-    from retriever import discover, semantic
-    # The encoder loads while BM25 indexes, unless there is nothing to
-    # embed: the walk for a first SKILL.md stops at the first one.
-    if any(discover.holds_skills(r["path"]) for r in scope["roots"]):
-        semantic.prepare_build()
+    from retriever import semantic
     prog = progress.reporter(quiet=args.quiet)
     try:
         header, problems = build.build(scope, path, args.profile,

@@ -21,7 +21,7 @@ from retriever import build, compact, locate, query, render, service, settings, 
 from retriever.cli.stats import percentile
 
 EST = "≈ tokens (chars/4)"
-HERMES_DESC_MAX = 60       # agent.skill_utils.extract_skill_description
+HERMES_DESC_MAX = compact.DESC_MAX  # agent.skill_utils.extract_skill_description
 CLAUDE_DESC_MAX = 1536     # Claude Code's skillListingMaxDescChars
 CLAUDE_BUDGET = 8000       # Claude Code's fallback listing budget (chars)
 
@@ -287,7 +287,7 @@ def run_runner(args):
         sys.stdout.write(json.dumps(c, indent=1) + "\n")
     elif c["skills"]:
         saved = c["stock"] - c["names_only"]
-        out = ["%s: %d skills%s" % (c["runner"], c["skills"],
+        out = ["%s: %s%s" % (c["runner"], render.plural(c["skills"], "skill"),
                                     " (%d listed in full either way)" % c["in_full"] if c["in_full"] else ""), "",
                "| %s skill listing, every turn | %s | chars |" % (c["runner"], EST), "|---|---:|---:|"]
         for label, n in (("stock (descriptions%s)" % (", after its %s-char budget" % _fmt(c["budget"])

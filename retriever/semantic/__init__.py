@@ -207,15 +207,6 @@ def state(index_paths=()):
 BUILD_EMBED_MIN = 50
 
 
-def prepare_build():
-    """Called before ``skill-retrieve build`` indexes.  Nothing now: the
-    model used to start loading here, to overlap the BM25 build, but a
-    build only learns afterwards whether it has anything to embed (an
-    empty library, an edit of a few skills: nothing), and a load costs
-    1.5 CPU seconds."""
-    return None
-
-
 def build_vectors(index_path, out=None):
     """Embed the skills of a freshly built index (``skill-retrieve
     build``), reusing unchanged skills' vectors, over one process per
