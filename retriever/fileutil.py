@@ -92,8 +92,9 @@ def refuse_read_only(path):
                        "to change it" % (path, mode & 0o7777))
 
 
-def _record(name):
-    # One of our JSON records in the state folder ({} when missing or bad).
+def load_record(name):
+    """One of our JSON records in the state folder (``created.json``,
+    ``listing.json`` ...): a dict, {} when missing or bad."""
     import json
     try:
         with open(os.path.join(state_dir(), name), encoding="utf-8") as f:
@@ -103,22 +104,24 @@ def _record(name):
         return {}
 
 
-def _save(name, data):
+def save_record(name, data):
+    """Write the record ``name`` (see ``load_record``) atomically, mode
+    0600.  Callers hold the installers' lock, so records stay whole."""
     import json
-    write_atomic(os.path.join(state_dir(), name), json.dumps(data, indent=1) + "\n", 0o600)
+    write_atomic(os.path.join(state_dir(), name), json.dumps(data, indent=1, sort_keys=True) + "\n", 0o600)
 
 
 def created():
     """``{file: [folders]}``: the files install created (none was there
     before) and the folders it made for them, deepest first."""
-    return _record("created.json")
+    return load_record("created.json")
 
 
 def note_created(path, folders):
     """Record that ``path`` (and ``folders``) did not exist before install."""
     data = created()
     data[os.path.abspath(path)] = list(folders)
-    _save("created.json", data)
+    save_record("created.json", data)
 
 
 def forget_created(path):
@@ -127,14 +130,14 @@ def forget_created(path):
     data = created()
     folders = data.pop(os.path.abspath(path), None)
     if folders is not None:
-        _save("created.json", data)
+        save_record("created.json", data)
     return folders
 
 
 def installed(path, runner):
     """What install recorded about its change to ``path`` for ``runner``
     (a dict, see ``note_installed``), or None."""
-    rec = _record("installed.json").get(os.path.abspath(path), {}).get(runner)
+    rec = load_record("installed.json").get(os.path.abspath(path), {}).get(runner)
     return rec if isinstance(rec, dict) else None
 
 
@@ -143,20 +146,20 @@ def note_installed(path, runner, rec):
     keys install added to hold its entry), ``after`` (the sha256 of the
     text it wrote) and ``backup`` (the file before it, or None), so
     uninstall can put back exactly what was there."""
-    data = _record("installed.json")
+    data = load_record("installed.json")
     data.setdefault(os.path.abspath(path), {})[runner] = rec
-    _save("installed.json", data)
+    save_record("installed.json", data)
 
 
 def forget_installed(path, runner):
     """Drop and return the record of ``note_installed`` (or None)."""
-    data = _record("installed.json")
+    data = load_record("installed.json")
     recs = data.get(os.path.abspath(path), {})
     rec = recs.pop(runner, None)
     if rec is not None:
         if not recs:
             del data[os.path.abspath(path)]
-        _save("installed.json", data)
+        save_record("installed.json", data)
     return rec if isinstance(rec, dict) else None
 
 
@@ -328,7 +331,7 @@ def _flock(fd, wait, busy):
 ATTEMPTS = 50
 
 
-def update(path, change, mode=None):
+def update(path, change):
     """Read-modify-write ``path`` safely; returns ``(old bytes or None,
     what was written: text, DELETE or None when left alone, backup path or
     None)``.
@@ -356,7 +359,7 @@ def update(path, change, mode=None):
                 if new is DELETE:
                     done = raw is None or _unlink_if(real, raw)
                 else:
-                    done = write_atomic(real, new, mode, expect=raw)
+                    done = write_atomic(real, new, expect=raw)
                 if done:
                     return raw, new, saved
                 if saved:

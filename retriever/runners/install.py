@@ -454,7 +454,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
 
     with fileutil.install_lock():
         try:
-            raw, new, saved = fileutil.update(path, change, mode=None)
+            raw, new, saved = fileutil.update(path, change)
         except Edited as exc:
             return _kept(runner, path, str(exc), out)
         if new is None:

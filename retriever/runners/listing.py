@@ -53,23 +53,12 @@ class Refused(Exception):
 
 # ------------------------------------------------------------------ state
 
-
-def _state_file():
-    return os.path.join(fileutil.state_dir(), "listing.json")
+STATE = "listing.json"
 
 
 def load_state():
     """``{"<runner> <file>": record}``: what install added, per file."""
-    try:
-        with open(_state_file(), encoding="utf-8") as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_state(data):
-    write_atomic(_state_file(), json.dumps(data, indent=1, sort_keys=True) + "\n", 0o600)
+    return fileutil.load_record(STATE)
 
 
 def _key(runner, path):
@@ -87,7 +76,7 @@ def _set_record(runner, path, rec):
         data[_key(runner, path)] = rec
     else:
         data.pop(_key(runner, path), None)
-    _save_state(data)
+    fileutil.save_record(STATE, data)
 
 
 # ------------------------------------------------------------------ files
@@ -259,7 +248,7 @@ def add_overrides(data, names, path="settings"):
     return added
 
 
-def _claude_install(project, cwd, out, dry_run, with_sync=True):
+def _claude_install(project, cwd, out, dry_run):
     from retriever.runners import install
     path = _claude_path(project)
     old = _read(path)
@@ -272,7 +261,7 @@ def _claude_install(project, cwd, out, dry_run, with_sync=True):
         rec["created_key"] = True
     rec["keys"] = sorted(set(rec["keys"]) | set(added))
     sync_added = False
-    if with_sync and not _has_sync(data, "claude-code"):
+    if not _has_sync(data, "claude-code"):
         _session_groups(data, path, create=True).append(
             {"matcher": "startup|resume|clear", "hooks": [{"type": "command", "command": sync_command("claude-code", project),
                                                           "timeout": 10}]})
