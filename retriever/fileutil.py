@@ -28,16 +28,15 @@ def backup_name(path):
     return os.path.abspath(path).lstrip("/").replace("/", "%")
 
 
-def backup(path, data=None):
-    """Copy ``path`` (or save ``data``, the bytes read from it) to
+def backup(path, data):
+    """Save ``data``, the bytes read from ``path`` (not the file as it is
+    now: another program may have written it since), to
     ``<state>/backups/<path with / as %>.bak-YYYYmmdd-HHMMSS`` (never
     overwriting an earlier backup), mode 0600.  Backups never go beside the
     file: a runner that runs every file in its hooks folder (Cline) would
     run a backup too.  Returns the backup's path."""
     folder = os.path.join(state_dir(), "backups")
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    if data is None:
-        data = read_bytes(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = os.path.join(folder, backup_name(path))
     dest = "%s.bak-%s" % (base, stamp)
@@ -113,7 +112,8 @@ def save_record(name, data):
 
 def created():
     """``{file: [folders]}``: the files install created (none was there
-    before) and the folders it made for them, deepest first."""
+    before) and the folders it made for them, deepest first.  The one
+    record of that fact, for every installer."""
     return load_record("created.json")
 
 
@@ -124,14 +124,39 @@ def note_created(path, folders):
     save_record("created.json", data)
 
 
-def forget_created(path):
-    """Drop the record of ``path``; returns the folders recorded with it,
-    or None when install did not create it."""
+def created_folders(path):
+    """The folders made for ``path`` when install created it (for a
+    symlink: its target), else None.  An older version keyed a file by
+    the path as given; that key is read too, except for a link (the link
+    was there before install, whatever the old key says)."""
     data = created()
-    folders = data.pop(os.path.abspath(path), None)
-    if folders is not None:
+    real = os.path.realpath(path)
+    if real in data:
+        return data[real]
+    return None if os.path.islink(path) else data.get(os.path.abspath(path))
+
+
+def forget_created(path):
+    """Drop the record of ``path`` (at its target and as given); returns
+    ``created_folders(path)``, None when install did not create it."""
+    folders = created_folders(path)
+    data = created()
+    keys = {os.path.realpath(path), os.path.abspath(path)} & set(data)
+    for k in keys:
+        del data[k]
+    if keys:
         save_record("created.json", data)
     return folders
+
+
+def remove_folders(folders):
+    """Remove ``folders`` (deepest first) while they are empty: one that
+    is not is someone else's now, and so are the ones above it."""
+    for d in folders or ():
+        try:
+            os.rmdir(d)
+        except OSError:
+            break
 
 
 def installed(path, runner):
@@ -331,7 +356,15 @@ def _flock(fd, wait, busy):
 ATTEMPTS = 50
 
 
-def update(path, change):
+def would(path, new):
+    """What a dry run says about an ``update`` of ``path`` that returned
+    ``new`` (text or DELETE): the text it would write, or the deletion."""
+    if new is DELETE:
+        return "would delete %s\n" % path
+    return "would write %s:\n%s%s" % (path, new, "" if new.endswith("\n") else "\n")
+
+
+def update(path, change, dry_run=False):
     """Read-modify-write ``path`` safely; returns ``(old bytes or None,
     what was written: text, DELETE or None when left alone, backup path or
     None)``.
@@ -344,8 +377,15 @@ def update(path, change):
     on what it wrote, so neither side's edit is lost.  A symlinked file is
     changed at its target; DELETE removes the target, never the link.
     ``change`` may raise to refuse; Busy when the file never held still.
+
+    ``dry_run``: the same ``change`` runs on the file, and nothing is
+    written, locked or backed up.
     """
     real = os.path.realpath(path)
+    if dry_run:
+        refuse_special(real)
+        raw = read_bytes(real)
+        return raw, change(raw), None
     with install_lock():
         for _ in range(ATTEMPTS):
             refuse_special(real)  # before any open: a FIFO would block it

@@ -518,9 +518,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         if exact is not None:
             state["made"] = None
             return exact
-        made = fileutil.created().get(real)
-        if made is None and not linked:
-            made = fileutil.created().get(os.path.abspath(path))  # recorded by an older version
+        made = fileutil.created_folders(path)
         state["made"] = made
         if new == "" and linked and made is None:
             raise Refused("%s links to %s, which holds only skill-retrieve's hook and was there "
@@ -555,15 +553,10 @@ def _uninstalled(runner, path, real, new, saved, made, out):
     # After uninstall's write: drop the created record, remove the
     # folders install made for a file it deleted, and say what happened.
     out.write("backed up %s to %s\n" % (path, saved))
-    fileutil.forget_created(real)
-    fileutil.forget_created(os.path.abspath(path))  # an older version keyed a link by its own path
+    fileutil.forget_created(path)  # at the target, and as an older version keyed a link: by its own path
     fileutil.forget_installed(real, runner)
     if new is fileutil.DELETE:
-        for d in made or ():
-            try:
-                os.rmdir(d)
-            except OSError:
-                break  # not empty: someone else uses it
+        fileutil.remove_folders(made)
         shown = path if real == os.path.abspath(path) else "%s (the target of %s)" % (real, path)
         out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, shown)
                   if made is not None else "removed the %s hook: deleted %s\n" % (runner, shown))
