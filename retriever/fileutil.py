@@ -364,7 +364,7 @@ def would(path, new):
     return "would write %s:\n%s%s" % (path, new, "" if new.endswith("\n") else "\n")
 
 
-def update(path, change, dry_run=False):
+def update(path, change, wait=None, dry_run=False):
     """Read-modify-write ``path`` safely; returns ``(old bytes or None,
     what was written: text, DELETE or None when left alone, backup path or
     None)``.
@@ -376,20 +376,23 @@ def update(path, change, dry_run=False):
     were read; if another program wrote it meanwhile, ``change`` runs again
     on what it wrote, so neither side's edit is lost.  A symlinked file is
     changed at its target; DELETE removes the target, never the link.
-    ``change`` may raise to refuse; Busy when the file never held still.
+    ``change`` may raise to refuse; Busy when the file never held still,
+    or when the locks stayed taken for ``wait`` seconds (default
+    LOCK_WAIT).
 
     ``dry_run``: the same ``change`` runs on the file, and nothing is
     written, locked or backed up.
     """
     real = os.path.realpath(path)
+    wait = LOCK_WAIT if wait is None else wait
     if dry_run:
         refuse_special(real)
         raw = read_bytes(real)
         return raw, change(raw), None
-    with install_lock():
+    with install_lock(wait):
         for _ in range(ATTEMPTS):
             refuse_special(real)  # before any open: a FIFO would block it
-            with _file_lock(real, LOCK_WAIT):
+            with _file_lock(real, wait):
                 raw = read_bytes(real)
                 new = change(raw)
                 if new is None:

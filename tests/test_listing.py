@@ -10,6 +10,8 @@ import io
 import json
 import os
 import sys
+import threading
+import time
 
 import pytest
 
@@ -486,6 +488,62 @@ def test_uninstall_never_deletes_a_plugin_another_program_put_there_meanwhile(ru
     monkeypatch.setattr(fileutil, "read_bytes", racing)
     listing.uninstall(runner, out=io.StringIO())
     assert read(path).decode() == theirs
+
+
+def _hold_install_lock(held, release, then=None):
+    # Another install of ours: it holds the installers' lock until
+    # ``release`` is set, running ``then`` (its own write) before letting go.
+    with fileutil.install_lock():
+        held.set()
+        release.wait(30)
+        if then:
+            then()
+
+
+def test_sync_waits_for_an_install_under_way_and_never_writes_past_it(cli, run, home, tmp_path):
+    skills = os.path.join(home, ".claude", "skills")
+    skill(skills, "alpha")
+    assert_clean(run("install", "claude-code"))
+    skill(skills, "late")
+    path = claude_settings(home)
+    payload = json.dumps({"cwd": str(tmp_path)})
+
+    def install_writes():
+        write(path, json.dumps(dict(json.loads(read(path)), theme="dark"), indent=2) + "\n")
+
+    # The install lets go within sync's wait: sync then adds its entry to
+    # what the install wrote.
+    held, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_install_lock, args=(held, release, install_writes))
+    holder.start()
+    held.wait(30)
+    threading.Timer(0.5, release.set).start()
+    proc = cli("sync", "claude-code", input=payload)
+    holder.join()
+    assert_clean(proc)
+    assert proc.stdout == "" and proc.stderr == ""
+    data = json.loads(read(path))
+    assert data["theme"] == "dark" and data["skillOverrides"] == {"alpha": "name-only", "late": "name-only"}
+
+    # An install that holds the lock longer than sync waits (2 s): sync
+    # leaves quietly, writing nothing.
+    skill(skills, "later")
+    before = read(path)
+    held, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_install_lock, args=(held, release))
+    holder.start()
+    held.wait(30)
+    try:
+        t0 = time.monotonic()
+        proc = cli("sync", "claude-code", input=payload)
+        waited = time.monotonic() - t0
+    finally:
+        release.set()
+        holder.join()
+    assert_clean(proc)
+    assert proc.stdout == "" and proc.stderr == ""
+    assert read(path) == before
+    assert 1.9 <= waited < 10  # it waited its 2 s, well within Claude Code's hook timeout
 
 
 def _snapshot(root):

@@ -48,6 +48,7 @@ from retriever.runners.install import Refused  # one class for every installer's
 NAME_ONLY = "name-only"
 RUNNERS = ("claude-code", "codex", "gemini", "opencode")
 SESSION_EVENT = "SessionStart"
+SYNC_WAIT = 2.0  # seconds sync waits for an install under way (the hook's timeout is 10)
 
 
 # ------------------------------------------------------------------ state
@@ -98,7 +99,7 @@ def _read(path):
     return _decode(fileutil.read_bytes(path), path)
 
 
-def _write(path, plan, out, dry_run):
+def _write(path, plan, out, dry_run, wait=None):
     """Change ``path`` by ``plan(old text or None)``, which returns the new
     text, ``fileutil.DELETE`` or None (leave the file) and may raise
     Refused.  Returns what was written (or, in a dry run, would be).
@@ -117,7 +118,7 @@ def _write(path, plan, out, dry_run):
         made[:] = fileutil.missing_parents(real) if raw is None else []
         return plan(_decode(raw, path))
 
-    raw, new, saved = fileutil.update(path, change, dry_run=dry_run)
+    raw, new, saved = fileutil.update(path, change, wait=wait, dry_run=dry_run)
     if dry_run:
         if new is not None:
             out.write(fileutil.would(path, new))
@@ -327,28 +328,40 @@ def _claude_uninstall(project, out, dry_run):
 def sync(runner, payload, project=None):
     """Add names-only entries for skills that appeared since install (the
     session-start hook).  Only where install set names-only up; never
-    changes an entry that is there already.  Returns the names added."""
+    changes an entry that is there already, nor creates the file.  Waits
+    at most SYNC_WAIT seconds for an install or uninstall under way (Busy
+    after it; the hook then leaves quietly), and re-reads the record once
+    it holds the lock, so it never writes past one.  Returns the names
+    added."""
     if runner != "claude-code":
         return []
     from retriever.runners import install
     path = _claude_path(project)
-    rec = record_of(runner, path)
-    if not rec:
-        return []
+    if not record_of(runner, path):
+        return []  # names-only not set up here: not even the lock is taken
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
     names, _ = covered(runner, cwd)
-    old = _read(path)
-    data = install.parse_settings(old or "", path)
-    had_key = "skillOverrides" in data
-    added = add_overrides(data, names, path)
-    if not added:
-        return []
-    fileutil.refuse_read_only(path)
-    fileutil.write_atomic(path, install.dump_settings(data))
-    rec["keys"] = sorted(set(rec.get("keys", ())) | set(added))
-    rec["created_key"] = rec.get("created_key") or not had_key
-    _set_record(runner, path, rec)
-    return added
+    got = {}
+
+    def plan(old):
+        got.clear()
+        if old is None or not record_of(runner, path):
+            return None  # the file or the record went meanwhile (an uninstall)
+        data = install.parse_settings(old, path)
+        had_key = "skillOverrides" in data
+        got["added"] = add_overrides(data, names, path)
+        got["made_key"] = bool(got["added"]) and not had_key
+        return install.dump_settings(data) if got["added"] else None
+
+    import io
+    with fileutil.install_lock(wait=SYNC_WAIT):
+        if _write(path, plan, io.StringIO(), False, wait=SYNC_WAIT) is None:  # silent: a hook
+            return []
+        rec = record_of(runner, path)
+        rec.update(keys=sorted(set(rec.get("keys", ())) | set(got["added"])),
+                   created_key=bool(rec.get("created_key")) or got["made_key"])
+        _set_record(runner, path, rec)
+    return got["added"]
 
 
 # ------------------------------------------------------------------ Codex
