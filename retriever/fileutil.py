@@ -356,6 +356,25 @@ def _flock(fd, wait, busy):
 ATTEMPTS = 50
 
 
+_plans = threading.local()  # {real path: bytes or None} while a dry run plans (``planning``)
+
+
+@contextlib.contextmanager
+def planning():
+    """A dry run of several updates: within it, each ``update(...,
+    dry_run=True)`` reads what the updates before it would have left
+    (uninstall's two halves change one settings file in turn), so each
+    shows what the real run will write.  Nothing is written."""
+    outer = getattr(_plans, "files", None)
+    if outer is None:
+        _plans.files = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _plans.files = None
+
+
 def would(path, new):
     """What a dry run says about an ``update`` of ``path`` that returned
     ``new`` (text or DELETE): the text it would write, or the deletion."""
@@ -380,15 +399,20 @@ def update(path, change, wait=None, dry_run=False):
     or when the locks stayed taken for ``wait`` seconds (default
     LOCK_WAIT).
 
-    ``dry_run``: the same ``change`` runs on the file, and nothing is
-    written, locked or backed up.
+    ``dry_run``: the same ``change`` runs on the file (or on what an
+    earlier update of the same ``planning`` would have left), and nothing
+    is written, locked or backed up.
     """
     real = os.path.realpath(path)
     wait = LOCK_WAIT if wait is None else wait
     if dry_run:
         refuse_special(real)
-        raw = read_bytes(real)
-        return raw, change(raw), None
+        plans = getattr(_plans, "files", None)
+        raw = plans[real] if plans is not None and real in plans else read_bytes(real)
+        new = change(raw)
+        if plans is not None and new is not None:
+            plans[real] = None if new is DELETE else new.encode("utf-8")
+        return raw, new, None
     with install_lock(wait):
         for _ in range(ATTEMPTS):
             refuse_special(real)  # before any open: a FIFO would block it

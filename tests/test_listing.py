@@ -572,6 +572,32 @@ def test_uninstall_dry_run_changes_no_file_and_no_record(runner, run, home, tmp_
     assert {root: _snapshot(root) for root in before} == before
 
 
+HOOK_FILE = {"claude-code": lambda h, c: claude_settings(h), "codex": lambda h, c: str(c / "hooks.json"),
+             "gemini": lambda h, c: os.path.join(h, ".gemini", "settings.json")}
+
+
+@pytest.mark.parametrize("runner", list(HOOK_FILE))
+def test_uninstall_dry_run_shows_what_uninstall_will_write(runner, run, home, codex_home):
+    if runner == "codex" and sys.version_info < (3, 11):
+        pytest.skip("editing config.toml needs tomllib (3.11+)")
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    hooks = HOOK_FILE[runner](home, codex_home)
+    write(hooks, '{\n    "model":   "opus",\n\t"z": [1,2]\n}')  # the user's own layout
+    files = {hooks, str(codex_home / "config.toml") if runner == "codex" else listing.target(runner)}
+    assert_clean(run("install", runner))
+    shown = run("uninstall", runner, "--dry-run")
+    assert_clean(shown)
+    assert_clean(run("uninstall", runner))
+    for path in files:
+        last = max(shown.stdout.rfind("would write %s:\n" % path), shown.stdout.rfind("would delete %s\n" % path))
+        assert last >= 0, (path, shown.stdout)
+        said = shown.stdout[last:]
+        if os.path.exists(path):  # the text it said it would write, byte for byte
+            assert said.startswith("would write %s:\n%s" % (path, read(path).decode())), (path, said)
+        else:
+            assert said.startswith("would delete %s\n" % path), (path, said)
+
+
 @NEEDS_TOMLLIB
 def test_uninstall_asks_one_record_whether_install_created_the_file(run, codex_home):
     # "created" lived in two records (listing.json and created.json) that

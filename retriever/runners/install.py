@@ -432,14 +432,6 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     path = settings_path(runner, project)
     command = command or hook_command(runner)
     real = os.path.realpath(path)
-    if dry_run:
-        try:
-            new, _ = plan_install(runner, path, command, force, _read(real))
-        except Edited as exc:
-            return _kept(runner, path, str(exc), out)
-        out.write("%s: already installed in %s\n" % (runner, path) if new is None
-                  else "would write %s:\n%s" % (path, new))
-        return 0
     made = []
     mode = 0o644
     keys = []
@@ -452,6 +444,13 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
         made = fileutil.missing_parents(real) if old is None else None
         return new
 
+    if dry_run:  # the real run's change, written nowhere
+        try:
+            _, new, _ = fileutil.update(path, change, dry_run=True)
+        except Edited as exc:
+            return _kept(runner, path, str(exc), out)
+        out.write("%s: already installed in %s\n" % (runner, path) if new is None else fileutil.would(path, new))
+        return 0
     with fileutil.install_lock():
         try:
             raw, new, saved = fileutil.update(path, change)
@@ -530,13 +529,13 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         return new
 
     if dry_run:
-        old = _read(real)
-        new = plan_uninstall(runner, path, old)
+        # The real run's change (byte-exact restore, a created file deleted,
+        # containers kept), written nowhere: the dry run shows what
+        # uninstall will write.
+        _, new, _ = fileutil.update(path, change, dry_run=True)
         if new is not None:
-            out.write("would remove the %s hook from %s\n" % (runner, path)
-                      + ("" if new == "" else "new content:\n" + new))
+            out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
             return 0
-        state["old"] = old
     else:
         with fileutil.install_lock():
             _, new, saved = fileutil.update(path, change)
