@@ -28,16 +28,15 @@ def backup_name(path):
     return os.path.abspath(path).lstrip("/").replace("/", "%")
 
 
-def backup(path, data=None):
-    """Copy ``path`` (or save ``data``, the bytes read from it) to
+def backup(path, data):
+    """Save ``data``, the bytes read from ``path`` (not the file as it is
+    now: another program may have written it since), to
     ``<state>/backups/<path with / as %>.bak-YYYYmmdd-HHMMSS`` (never
     overwriting an earlier backup), mode 0600.  Backups never go beside the
     file: a runner that runs every file in its hooks folder (Cline) would
     run a backup too.  Returns the backup's path."""
     folder = os.path.join(state_dir(), "backups")
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    if data is None:
-        data = read_bytes(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = os.path.join(folder, backup_name(path))
     dest = "%s.bak-%s" % (base, stamp)
@@ -92,8 +91,9 @@ def refuse_read_only(path):
                        "to change it" % (path, mode & 0o7777))
 
 
-def _record(name):
-    # One of our JSON records in the state folder ({} when missing or bad).
+def load_record(name):
+    """One of our JSON records in the state folder (``created.json``,
+    ``listing.json`` ...): a dict, {} when missing or bad."""
     import json
     try:
         with open(os.path.join(state_dir(), name), encoding="utf-8") as f:
@@ -103,38 +103,66 @@ def _record(name):
         return {}
 
 
-def _save(name, data):
+def save_record(name, data):
+    """Write the record ``name`` (see ``load_record``) atomically, mode
+    0600.  Callers hold the installers' lock, so records stay whole."""
     import json
-    write_atomic(os.path.join(state_dir(), name), json.dumps(data, indent=1) + "\n", 0o600)
+    write_atomic(os.path.join(state_dir(), name), json.dumps(data, indent=1, sort_keys=True) + "\n", 0o600)
 
 
 def created():
     """``{file: [folders]}``: the files install created (none was there
-    before) and the folders it made for them, deepest first."""
-    return _record("created.json")
+    before) and the folders it made for them, deepest first.  The one
+    record of that fact, for every installer."""
+    return load_record("created.json")
 
 
 def note_created(path, folders):
     """Record that ``path`` (and ``folders``) did not exist before install."""
     data = created()
     data[os.path.abspath(path)] = list(folders)
-    _save("created.json", data)
+    save_record("created.json", data)
+
+
+def created_folders(path):
+    """The folders made for ``path`` when install created it (for a
+    symlink: its target), else None.  An older version keyed a file by
+    the path as given; that key is read too, except for a link (the link
+    was there before install, whatever the old key says)."""
+    data = created()
+    real = os.path.realpath(path)
+    if real in data:
+        return data[real]
+    return None if os.path.islink(path) else data.get(os.path.abspath(path))
 
 
 def forget_created(path):
-    """Drop the record of ``path``; returns the folders recorded with it,
-    or None when install did not create it."""
+    """Drop the record of ``path`` (at its target and as given); returns
+    ``created_folders(path)``, None when install did not create it."""
+    folders = created_folders(path)
     data = created()
-    folders = data.pop(os.path.abspath(path), None)
-    if folders is not None:
-        _save("created.json", data)
+    keys = {os.path.realpath(path), os.path.abspath(path)} & set(data)
+    for k in keys:
+        del data[k]
+    if keys:
+        save_record("created.json", data)
     return folders
+
+
+def remove_folders(folders):
+    """Remove ``folders`` (deepest first) while they are empty: one that
+    is not is someone else's now, and so are the ones above it."""
+    for d in folders or ():
+        try:
+            os.rmdir(d)
+        except OSError:
+            break
 
 
 def installed(path, runner):
     """What install recorded about its change to ``path`` for ``runner``
     (a dict, see ``note_installed``), or None."""
-    rec = _record("installed.json").get(os.path.abspath(path), {}).get(runner)
+    rec = load_record("installed.json").get(os.path.abspath(path), {}).get(runner)
     return rec if isinstance(rec, dict) else None
 
 
@@ -143,20 +171,20 @@ def note_installed(path, runner, rec):
     keys install added to hold its entry), ``after`` (the sha256 of the
     text it wrote) and ``backup`` (the file before it, or None), so
     uninstall can put back exactly what was there."""
-    data = _record("installed.json")
+    data = load_record("installed.json")
     data.setdefault(os.path.abspath(path), {})[runner] = rec
-    _save("installed.json", data)
+    save_record("installed.json", data)
 
 
 def forget_installed(path, runner):
     """Drop and return the record of ``note_installed`` (or None)."""
-    data = _record("installed.json")
+    data = load_record("installed.json")
     recs = data.get(os.path.abspath(path), {})
     rec = recs.pop(runner, None)
     if rec is not None:
         if not recs:
             del data[os.path.abspath(path)]
-        _save("installed.json", data)
+        save_record("installed.json", data)
     return rec if isinstance(rec, dict) else None
 
 
@@ -328,7 +356,34 @@ def _flock(fd, wait, busy):
 ATTEMPTS = 50
 
 
-def update(path, change, mode=None):
+_plans = threading.local()  # {real path: bytes or None} while a dry run plans (``planning``)
+
+
+@contextlib.contextmanager
+def planning():
+    """A dry run of several updates: within it, each ``update(...,
+    dry_run=True)`` reads what the updates before it would have left
+    (uninstall's two halves change one settings file in turn), so each
+    shows what the real run will write.  Nothing is written."""
+    outer = getattr(_plans, "files", None)
+    if outer is None:
+        _plans.files = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _plans.files = None
+
+
+def would(path, new):
+    """What a dry run says about an ``update`` of ``path`` that returned
+    ``new`` (text or DELETE): the text it would write, or the deletion."""
+    if new is DELETE:
+        return "would delete %s\n" % path
+    return "would write %s:\n%s%s" % (path, new, "" if new.endswith("\n") else "\n")
+
+
+def update(path, change, wait=None, dry_run=False):
     """Read-modify-write ``path`` safely; returns ``(old bytes or None,
     what was written: text, DELETE or None when left alone, backup path or
     None)``.
@@ -340,13 +395,28 @@ def update(path, change, mode=None):
     were read; if another program wrote it meanwhile, ``change`` runs again
     on what it wrote, so neither side's edit is lost.  A symlinked file is
     changed at its target; DELETE removes the target, never the link.
-    ``change`` may raise to refuse; Busy when the file never held still.
+    ``change`` may raise to refuse; Busy when the file never held still,
+    or when the locks stayed taken for ``wait`` seconds (default
+    LOCK_WAIT).
+
+    ``dry_run``: the same ``change`` runs on the file (or on what an
+    earlier update of the same ``planning`` would have left), and nothing
+    is written, locked or backed up.
     """
     real = os.path.realpath(path)
-    with install_lock():
+    wait = LOCK_WAIT if wait is None else wait
+    if dry_run:
+        refuse_special(real)
+        plans = getattr(_plans, "files", None)
+        raw = plans[real] if plans is not None and real in plans else read_bytes(real)
+        new = change(raw)
+        if plans is not None and new is not None:
+            plans[real] = None if new is DELETE else new.encode("utf-8")
+        return raw, new, None
+    with install_lock(wait):
         for _ in range(ATTEMPTS):
             refuse_special(real)  # before any open: a FIFO would block it
-            with _file_lock(real, LOCK_WAIT):
+            with _file_lock(real, wait):
                 raw = read_bytes(real)
                 new = change(raw)
                 if new is None:
@@ -356,7 +426,7 @@ def update(path, change, mode=None):
                 if new is DELETE:
                     done = raw is None or _unlink_if(real, raw)
                 else:
-                    done = write_atomic(real, new, mode, expect=raw)
+                    done = write_atomic(real, new, expect=raw)
                 if done:
                     return raw, new, saved
                 if saved:

@@ -6,16 +6,19 @@ re-install, and uninstall gives back exactly the file that was there.
 Everything runs the real executable on temporary homes.
 """
 
+import io
 import json
 import os
-
 import sys
+import threading
+import time
 
 import pytest
 
-from conftest import assert_clean, make_skill
+from conftest import assert_clean, backups_of, make_skill, state_home
 
-from retriever.runners import listing
+from retriever import fileutil
+from retriever.runners import install as inst, listing
 
 
 @pytest.fixture
@@ -410,22 +413,216 @@ def test_doctor_says_whether_the_cline_cli_gets_the_block(run, home):
     assert "the Cline CLI never reads the hook file" in text
 
 
-def test_a_names_only_write_never_replaces_what_another_program_wrote_meanwhile(tmp_path):
-    """The listing's settings writes replace only the bytes they read
-    (issue 31's installer rule, for the names-only half too)."""
-    import io
-    from retriever.runners import listing
-    path = tmp_path / "settings.json"
-    path.write_text('{"theirs": 1}\n')
-    read = path.read_text()
-    path.write_text('{"theirs": 2, "written": "meanwhile"}\n')  # another program, between read and write
-    with pytest.raises(listing.Refused, match="changed by another program"):
-        listing._write(str(path), read, '{"ours": 1}\n', io.StringIO(), False)
-    assert path.read_text() == '{"theirs": 2, "written": "meanwhile"}\n'
-
-
 @pytest.mark.skipif(sys.version_info >= (3, 11), reason="Python 3.11+ has tomllib")
 def test_without_tomllib_codex_installs_the_hook_and_says_how_to_finish(run, codex_home):
     proc = run("install", "codex")
     assert proc.returncode == 0 and proc.stderr == ""
     assert "codex: names only not set: editing" in proc.stdout and "by hand" in proc.stdout
+
+
+# ------------------------------------------------- writing the user's files
+# The names-only half writes the way the hook installer does
+# (fileutil.update): under the installers' lock, backed up, replaced or
+# deleted only if the file still holds what was read.
+
+
+@pytest.fixture
+def in_process(tmp_path, monkeypatch, codex_home):
+    """The names-only installer called in process on the test's home."""
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    return os.environ["HOME"]
+
+
+RACES = {  # runner: (file, its text, the function the edit runs, what another program writes meanwhile)
+    "claude-code": (lambda h, c: claude_settings(h), '{"theme": "dark"}\n', (inst, "parse_settings"),
+                    '{"theme": "dark", "other": 1}\n'),
+    "codex": (lambda h, c: str(c / "config.toml"), 'model = "o3"\n', (listing, "_toml"), 'model = "o3"\nother = 1\n'),
+    "gemini": (lambda h, c: os.path.join(h, ".gemini", ".env"), "A=1\n", (listing, "gemini_value"), "A=1\nB=2\n"),
+}
+
+
+@pytest.mark.parametrize("runner", list(RACES))
+def test_names_only_merges_what_another_program_wrote_meanwhile(runner, in_process, codex_home, monkeypatch):
+    if runner == "codex" and sys.version_info < (3, 11):
+        pytest.skip("editing config.toml needs tomllib (3.11+)")
+    where, text, (module, name), theirs = RACES[runner]
+    path = where(in_process, codex_home)
+    skill(os.path.join(in_process, ".claude", "skills"), "alpha")
+    write(path, text)
+    real, done = getattr(module, name), []
+
+    def racing(*a, **k):
+        if not done:  # once: after the installer read the file, before it writes
+            done.append(1)
+            write(path, theirs)
+        return real(*a, **k)
+    monkeypatch.setattr(module, name, racing)
+    assert listing.install(runner, out=io.StringIO()) == 0
+    new = read(path).decode()
+    if runner == "claude-code":
+        assert json.loads(new)["other"] == 1 and json.loads(new)["skillOverrides"] == {"alpha": "name-only"}
+    elif runner == "codex":
+        import tomllib
+        data = tomllib.loads(new)
+        assert data["other"] == 1 and data["features"]["omit_skill_descriptions"] is True
+    else:
+        assert new == "A=1\nB=2\nGEMINI_PROMPT_AGENTSKILLS=0\n"
+    # the backup holds the very bytes the edit replaced: the other program's
+    assert read(backups_of(path)[-1]).decode() == theirs
+
+
+@pytest.mark.parametrize("runner", ["opencode", "cline"])
+def test_uninstall_never_deletes_a_plugin_another_program_put_there_meanwhile(runner, in_process, monkeypatch):
+    assert listing.install(runner, out=io.StringIO()) == 0
+    path = listing.cline_plugin_path() if runner == "cline" else listing.target("opencode")
+    theirs = "export default {}; // someone else's plugin\n"
+    real, done = fileutil.read_bytes, []
+
+    def racing(p):
+        data = real(p)
+        if not done:  # the first read of uninstall: the other program writes right after it
+            done.append(1)
+            write(path, theirs)
+        return data
+    monkeypatch.setattr(fileutil, "read_bytes", racing)
+    listing.uninstall(runner, out=io.StringIO())
+    assert read(path).decode() == theirs
+
+
+def _hold_install_lock(held, release, then=None):
+    # Another install of ours: it holds the installers' lock until
+    # ``release`` is set, running ``then`` (its own write) before letting go.
+    with fileutil.install_lock():
+        held.set()
+        release.wait(30)
+        if then:
+            then()
+
+
+def test_sync_waits_for_an_install_under_way_and_never_writes_past_it(cli, run, home, tmp_path):
+    skills = os.path.join(home, ".claude", "skills")
+    skill(skills, "alpha")
+    assert_clean(run("install", "claude-code"))
+    skill(skills, "late")
+    path = claude_settings(home)
+    payload = json.dumps({"cwd": str(tmp_path)})
+
+    def install_writes():
+        write(path, json.dumps(dict(json.loads(read(path)), theme="dark"), indent=2) + "\n")
+
+    # The install lets go within sync's wait: sync then adds its entry to
+    # what the install wrote.
+    held, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_install_lock, args=(held, release, install_writes))
+    holder.start()
+    held.wait(30)
+    threading.Timer(0.5, release.set).start()
+    proc = cli("sync", "claude-code", input=payload)
+    holder.join()
+    assert_clean(proc)
+    assert proc.stdout == "" and proc.stderr == ""
+    data = json.loads(read(path))
+    assert data["theme"] == "dark" and data["skillOverrides"] == {"alpha": "name-only", "late": "name-only"}
+
+    # An install that holds the lock longer than sync waits (2 s): sync
+    # leaves quietly, writing nothing.
+    skill(skills, "later")
+    before = read(path)
+    held, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_install_lock, args=(held, release))
+    holder.start()
+    held.wait(30)
+    try:
+        t0 = time.monotonic()
+        proc = cli("sync", "claude-code", input=payload)
+        waited = time.monotonic() - t0
+    finally:
+        release.set()
+        holder.join()
+    assert_clean(proc)
+    assert proc.stdout == "" and proc.stderr == ""
+    assert read(path) == before
+    assert 1.9 <= waited < 10  # it waited its 2 s, well within Claude Code's hook timeout
+
+
+def _snapshot(root):
+    # Every file and link below ``root``, with its bytes and mode.
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            if os.path.islink(p):
+                out[p] = ("link", os.readlink(p))
+            elif os.path.isfile(p):
+                out[p] = (read(p), os.stat(p).st_mode)
+            else:
+                out[p] = ("folder", os.stat(p).st_mode)
+    return out
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "codex", "gemini", "opencode", "cline"])
+def test_uninstall_dry_run_changes_no_file_and_no_record(runner, run, home, tmp_path):
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    assert_clean(run("install", runner))  # the files install writes are new: install created them
+    before = {root: _snapshot(root) for root in (home, tmp_path / "codex-home", state_home(tmp_path))}
+    proc = run("uninstall", runner, "--dry-run")
+    assert_clean(proc)
+    assert "would" in proc.stdout
+    assert {root: _snapshot(root) for root in before} == before
+
+
+HOOK_FILE = {"claude-code": lambda h, c: claude_settings(h), "codex": lambda h, c: str(c / "hooks.json"),
+             "gemini": lambda h, c: os.path.join(h, ".gemini", "settings.json")}
+
+
+@pytest.mark.parametrize("runner", list(HOOK_FILE))
+def test_uninstall_dry_run_shows_what_uninstall_will_write(runner, run, home, codex_home):
+    if runner == "codex" and sys.version_info < (3, 11):
+        pytest.skip("editing config.toml needs tomllib (3.11+)")
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    hooks = HOOK_FILE[runner](home, codex_home)
+    write(hooks, '{\n    "model":   "opus",\n\t"z": [1,2]\n}')  # the user's own layout
+    files = {hooks, str(codex_home / "config.toml") if runner == "codex" else listing.target(runner)}
+    assert_clean(run("install", runner))
+    shown = run("uninstall", runner, "--dry-run")
+    assert_clean(shown)
+    assert_clean(run("uninstall", runner))
+    for path in files:
+        last = max(shown.stdout.rfind("would write %s:\n" % path), shown.stdout.rfind("would delete %s\n" % path))
+        assert last >= 0, (path, shown.stdout)
+        said = shown.stdout[last:]
+        if os.path.exists(path):  # the text it said it would write, byte for byte
+            assert said.startswith("would write %s:\n%s" % (path, read(path).decode())), (path, said)
+        else:
+            assert said.startswith("would delete %s\n" % path), (path, said)
+
+
+@NEEDS_TOMLLIB
+def test_uninstall_asks_one_record_whether_install_created_the_file(run, codex_home):
+    # "created" lived in two records (listing.json and created.json) that
+    # could disagree: a second install over the file the first created
+    # said "not created", and uninstall left an empty config.toml behind.
+    path = str(codex_home / "config.toml")
+    assert_clean(run("install", "codex"))  # no config.toml before: install creates it
+    write(path, "")  # the user empties it by hand
+    assert_clean(run("install", "codex"))
+    assert_clean(run("uninstall", "codex"))
+    assert not os.path.exists(path)  # install created it and nothing else was put in since
+    assert "config.toml" not in json.dumps(fileutil.created())
+
+
+def test_uninstall_reads_the_records_an_older_version_wrote(run, home):
+    # An older version kept "created" in listing.json too, and keyed the
+    # file by its path as given: a user upgrading still gets the file
+    # install created taken away, with the folder made for it.
+    env = os.path.join(home, ".gemini", ".env")
+    write(env, "GEMINI_PROMPT_AGENTSKILLS=0\n")
+    state = fileutil.state_dir()
+    os.makedirs(state)
+    write(os.path.join(state, "listing.json"),
+          json.dumps({"gemini " + env: {"created": True, "newline": False}}))
+    write(os.path.join(state, "created.json"), json.dumps({env: [os.path.dirname(env)]}))
+    assert_clean(run("uninstall", "gemini"))
+    assert not os.path.exists(os.path.dirname(env))
+    assert listing.load_state() == {} and fileutil.created() == {}

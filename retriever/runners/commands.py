@@ -36,9 +36,10 @@ def run(args):
         return code
     from retriever import fileutil
     # Both halves under the installers' lock (re-entrant): no install or
-    # uninstall of ours interleaves with them.
+    # uninstall of ours interleaves with them.  A dry run writes nothing
+    # and takes no lock; each half plans on what the other would leave.
     try:
-        with fileutil.install_lock():
+        with fileutil.planning() if args.dry_run else fileutil.install_lock():
             if command == "uninstall":
                 # The listing first, so the hook's file is back as install
                 # left it (restored byte for byte); a refused file is named once.

@@ -309,11 +309,7 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
         if raw is None:
             fileutil.note_created(real, notes["made"])
         elif new is fileutil.DELETE:
-            for d in fileutil.forget_created(real) or ():
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    break  # not empty: someone else uses it
+            fileutil.remove_folders(fileutil.forget_created(real))
             return "removed %s from %s, which install had created: deleted it" % (name, config_path)
     what = "enabled %s in %s" % (name, config_path) if enable else \
         "removed %s from plugins.enabled in %s" % (name, config_path)

@@ -432,14 +432,6 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     path = settings_path(runner, project)
     command = command or hook_command(runner)
     real = os.path.realpath(path)
-    if dry_run:
-        try:
-            new, _ = plan_install(runner, path, command, force, _read(real))
-        except Edited as exc:
-            return _kept(runner, path, str(exc), out)
-        out.write("%s: already installed in %s\n" % (runner, path) if new is None
-                  else "would write %s:\n%s" % (path, new))
-        return 0
     made = []
     mode = 0o644
     keys = []
@@ -452,9 +444,16 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
         made = fileutil.missing_parents(real) if old is None else None
         return new
 
+    if dry_run:  # the real run's change, written nowhere
+        try:
+            _, new, _ = fileutil.update(path, change, dry_run=True)
+        except Edited as exc:
+            return _kept(runner, path, str(exc), out)
+        out.write("%s: already installed in %s\n" % (runner, path) if new is None else fileutil.would(path, new))
+        return 0
     with fileutil.install_lock():
         try:
-            raw, new, saved = fileutil.update(path, change, mode=None)
+            raw, new, saved = fileutil.update(path, change)
         except Edited as exc:
             return _kept(runner, path, str(exc), out)
         if new is None:
@@ -518,9 +517,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         if exact is not None:
             state["made"] = None
             return exact
-        made = fileutil.created().get(real)
-        if made is None and not linked:
-            made = fileutil.created().get(os.path.abspath(path))  # recorded by an older version
+        made = fileutil.created_folders(path)
         state["made"] = made
         if new == "" and linked and made is None:
             raise Refused("%s links to %s, which holds only skill-retrieve's hook and was there "
@@ -532,13 +529,13 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         return new
 
     if dry_run:
-        old = _read(real)
-        new = plan_uninstall(runner, path, old)
+        # The real run's change (byte-exact restore, a created file deleted,
+        # containers kept), written nowhere: the dry run shows what
+        # uninstall will write.
+        _, new, _ = fileutil.update(path, change, dry_run=True)
         if new is not None:
-            out.write("would remove the %s hook from %s\n" % (runner, path)
-                      + ("" if new == "" else "new content:\n" + new))
+            out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
             return 0
-        state["old"] = old
     else:
         with fileutil.install_lock():
             _, new, saved = fileutil.update(path, change)
@@ -555,15 +552,10 @@ def _uninstalled(runner, path, real, new, saved, made, out):
     # After uninstall's write: drop the created record, remove the
     # folders install made for a file it deleted, and say what happened.
     out.write("backed up %s to %s\n" % (path, saved))
-    fileutil.forget_created(real)
-    fileutil.forget_created(os.path.abspath(path))  # an older version keyed a link by its own path
+    fileutil.forget_created(path)  # at the target, and as an older version keyed a link: by its own path
     fileutil.forget_installed(real, runner)
     if new is fileutil.DELETE:
-        for d in made or ():
-            try:
-                os.rmdir(d)
-            except OSError:
-                break  # not empty: someone else uses it
+        fileutil.remove_folders(made)
         shown = path if real == os.path.abspath(path) else "%s (the target of %s)" % (real, path)
         out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, shown)
                   if made is not None else "removed the %s hook: deleted %s\n" % (runner, shown))

@@ -25,10 +25,13 @@ CLIs against the loopback mock (docs/runners.md has the figures):
   loads by name).  It must edit the array in place: OpenCode keeps its
   own reference to it.
 
-Every change is recorded in our state (``listing.json``): which keys,
-lines or files install added, so uninstall removes exactly those and
-leaves the user's own entries (for the same keys too) alone.  Files are
-backed up before a change and written atomically.
+Every change is recorded in our state (``listing.json``): which keys or
+lines install added, so uninstall removes exactly those and leaves the
+user's own entries (for the same keys too) alone.  Whether install created
+a file is recorded once, in ``fileutil.created``.  Every file is changed
+by ``fileutil.update`` (under the installers' lock, backed up, replaced
+only if it still holds what was read), and a dry run runs the very same
+change and writes nothing.
 
 Cold path: imports freely (``sync`` runs once per session, not per prompt).
 """
@@ -40,36 +43,22 @@ import shlex
 import sys
 
 from retriever import fileutil
-from retriever.fileutil import backup, refuse_read_only, write_atomic
+from retriever.runners.install import Refused  # one class for every installer's refusals
 
 NAME_ONLY = "name-only"
 RUNNERS = ("claude-code", "codex", "gemini", "opencode")
 SESSION_EVENT = "SessionStart"
-
-
-class Refused(Exception):
-    """The file cannot be changed safely; the message says why."""
+SYNC_WAIT = 2.0  # seconds sync waits for an install under way (the hook's timeout is 10)
 
 
 # ------------------------------------------------------------------ state
 
-
-def _state_file():
-    return os.path.join(fileutil.state_dir(), "listing.json")
+STATE = "listing.json"
 
 
 def load_state():
     """``{"<runner> <file>": record}``: what install added, per file."""
-    try:
-        with open(_state_file(), encoding="utf-8") as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_state(data):
-    write_atomic(_state_file(), json.dumps(data, indent=1, sort_keys=True) + "\n", 0o600)
+    return fileutil.load_record(STATE)
 
 
 def _key(runner, path):
@@ -82,27 +71,21 @@ def record_of(runner, path):
 
 
 def _set_record(runner, path, rec):
+    # Called under the installers' lock, after the file was written.
     data = load_state()
     if rec:
         data[_key(runner, path)] = rec
     else:
         data.pop(_key(runner, path), None)
-    _save_state(data)
+    fileutil.save_record(STATE, data)
 
 
 # ------------------------------------------------------------------ files
 
 
-def _read(path):
-    from retriever import fileutil
-    try:
-        fileutil.refuse_special(path)  # a FIFO would block the open forever
-    except fileutil.NotAFile as exc:
-        raise Refused(str(exc))
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+def _decode(raw, path):
+    # Strict UTF-8, a BOM kept: the text edits give back every other byte.
+    if raw is None:
         return None
     try:
         return raw.decode("utf-8")
@@ -110,33 +93,50 @@ def _read(path):
         raise Refused("%s is not UTF-8 text; left unchanged" % path)
 
 
-def _write(path, old, new, out, dry_run):
-    """Back up ``path`` (when it existed) and write ``new`` atomically;
-    ``new`` None deletes the file.  Returns the folders made for a new file."""
+def _read(path):
+    """The text of ``path`` (None: no file), for looking only (doctor,
+    tokens); NotAFile for a FIFO or a folder, which is never opened."""
+    return _decode(fileutil.read_bytes(path), path)
+
+
+def _write(path, plan, out, dry_run, wait=None):
+    """Change ``path`` by ``plan(old text or None)``, which returns the new
+    text, ``fileutil.DELETE`` or None (leave the file) and may raise
+    Refused.  Returns what was written (or, in a dry run, would be).
+
+    ``fileutil.update`` does the writing: under the installers' lock and a
+    flock on the file, the bytes read backed up, the file replaced or
+    deleted only if it still holds them, and ``plan`` run again on another
+    program's edit made meanwhile.  A dry run runs ``plan`` the same way
+    and prints the outcome instead.  A file install creates is recorded
+    (``fileutil.note_created``), and deleting one removes the folders made
+    for it."""
+    real = os.path.realpath(path)
+    made = []
+
+    def change(raw):
+        made[:] = fileutil.missing_parents(real) if raw is None else []
+        return plan(_decode(raw, path))
+
+    raw, new, saved = fileutil.update(path, change, wait=wait, dry_run=dry_run)
     if dry_run:
-        out.write("would write %s:\n%s" % (path, new) if new is not None else "would delete %s\n" % path)
-        return []
-    refuse_read_only(path)
-    if old is not None:
-        out.write("backed up %s to %s\n" % (path, backup(path)))
-    if new is None:
-        os.unlink(path)
-        return []
-    made = fileutil.missing_parents(path) if old is None else []
-    # Replace only what was read (install.py's rule): another program that
-    # wrote the file meanwhile keeps its edit, and we say so.
-    if not write_atomic(path, new, expect=None if old is None else old.encode("utf-8")):
-        raise Refused("%s was changed by another program while it was being updated; left unchanged - "
-                      "run it again" % path)
-    return made
+        if new is not None:
+            out.write(fileutil.would(path, new))
+        return new
+    if saved:
+        out.write("backed up %s to %s\n" % (path, saved))
+    if new is fileutil.DELETE:
+        fileutil.remove_folders(fileutil.forget_created(path))
+    elif new is not None and raw is None:
+        fileutil.note_created(real, made)
+    return new
 
 
-def _rmdirs(folders):
-    for d in folders or ():
-        try:
-            os.rmdir(d)
-        except OSError:
-            break  # not empty: someone else uses it
+def _forget(runner, path):
+    # Uninstall is done with a file of the names-only half: no record of
+    # what install added, nor of having created it, outlives it.
+    _set_record(runner, path, None)
+    fileutil.forget_created(path)
 
 
 # ------------------------------------------------------- which skills
@@ -259,32 +259,33 @@ def add_overrides(data, names, path="settings"):
     return added
 
 
-def _claude_install(project, cwd, out, dry_run, with_sync=True):
+def _claude_install(project, cwd, out, dry_run):
     from retriever.runners import install
     path = _claude_path(project)
-    old = _read(path)
-    data = install.parse_settings(old or "", path)
-    rec = record_of("claude-code", path) or {"keys": [], "created_key": False, "sync": False}
     names, full = covered("claude-code", cwd)
-    had_key = "skillOverrides" in data
-    added = add_overrides(data, names, path)
-    if added and not had_key:
-        rec["created_key"] = True
-    rec["keys"] = sorted(set(rec["keys"]) | set(added))
-    sync_added = False
-    if with_sync and not _has_sync(data, "claude-code"):
-        _session_groups(data, path, create=True).append(
-            {"matcher": "startup|resume|clear", "hooks": [{"type": "command", "command": sync_command("claude-code", project),
-                                                          "timeout": 10}]})
-        sync_added = rec["sync"] = True
-    if not added and not sync_added:
+    rec = {}
+
+    def plan(old):
+        data = install.parse_settings(old or "", path)
+        prev = record_of("claude-code", path) or {}
+        had_key = "skillOverrides" in data
+        added = add_overrides(data, names, path)
+        sync_added = not _has_sync(data, "claude-code")
+        if sync_added:
+            _session_groups(data, path, create=True).append(
+                {"matcher": "startup|resume|clear",
+                 "hooks": [{"type": "command", "command": sync_command("claude-code", project), "timeout": 10}]})
+        rec.update(keys=sorted(set(prev.get("keys", ())) | set(added)),
+                   created_key=bool(prev.get("created_key")) or (bool(added) and not had_key),
+                   sync=bool(prev.get("sync")) or sync_added)
+        return install.dump_settings(data) if added or sync_added else None
+
+    new = _write(path, plan, out, dry_run)
+    if new is None:
         out.write("claude-code: names-only already set for %d skills in %s\n" % (len(names), path))
         return 0
-    made = _write(path, old, install.dump_settings(data), out, dry_run)
     if dry_run:
         return 0
-    if old is None:
-        fileutil.note_created(path, made)
     _set_record("claude-code", path, rec)
     out.write("claude-code: listed by name only: %d skills (skillOverrides in %s)\n" % (len(names), path))
     if full:
@@ -294,56 +295,73 @@ def _claude_install(project, cwd, out, dry_run, with_sync=True):
 
 
 def _claude_uninstall(project, out, dry_run):
+    # settings.json is the hook's file too: whether install created it is
+    # the hook's uninstall to use (it runs next), so it is not forgotten here.
     from retriever.runners import install
     path = _claude_path(project)
     rec = record_of("claude-code", path)
-    old = _read(path)
-    if not rec or old is None:
+    if not rec:
         return 0
-    data = install.parse_settings(old, path)
-    ov = _overrides(data, path) or {}
-    removed = [k for k in rec.get("keys", ()) if ov.get(k) == NAME_ONLY]
-    for k in removed:
-        del ov[k]
-    if "skillOverrides" in data and not ov and rec.get("created_key"):
-        del data["skillOverrides"]
-    dropped = _drop_sync(data, "claude-code", path)
-    if not removed and not dropped:
-        if not dry_run:
-            _set_record("claude-code", path, None)
-        return 0
-    _write(path, old, install.dump_settings(data), out, dry_run)
+    removed = []
+
+    def plan(old):
+        if old is None:
+            return None
+        data = install.parse_settings(old, path)
+        ov = _overrides(data, path) or {}
+        removed[:] = [k for k in rec.get("keys", ()) if ov.get(k) == NAME_ONLY]
+        for k in removed:
+            del ov[k]
+        if "skillOverrides" in data and not ov and rec.get("created_key"):
+            del data["skillOverrides"]
+        dropped = _drop_sync(data, "claude-code", path)
+        return install.dump_settings(data) if removed or dropped else None
+
+    new = _write(path, plan, out, dry_run)
     if not dry_run:
         _set_record("claude-code", path, None)
-        out.write("claude-code: removed %d names-only entries from %s\n" % (len(removed), path))
+        if new is not None:
+            out.write("claude-code: removed %d names-only entries from %s\n" % (len(removed), path))
     return 0
 
 
 def sync(runner, payload, project=None):
     """Add names-only entries for skills that appeared since install (the
     session-start hook).  Only where install set names-only up; never
-    changes an entry that is there already.  Returns the names added."""
+    changes an entry that is there already, nor creates the file.  Waits
+    at most SYNC_WAIT seconds for an install or uninstall under way (Busy
+    after it; the hook then leaves quietly), and re-reads the record once
+    it holds the lock, so it never writes past one.  Returns the names
+    added."""
     if runner != "claude-code":
         return []
     from retriever.runners import install
     path = _claude_path(project)
-    rec = record_of(runner, path)
-    if not rec:
-        return []
+    if not record_of(runner, path):
+        return []  # names-only not set up here: not even the lock is taken
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
     names, _ = covered(runner, cwd)
-    old = _read(path)
-    data = install.parse_settings(old or "", path)
-    had_key = "skillOverrides" in data
-    added = add_overrides(data, names, path)
-    if not added:
-        return []
-    refuse_read_only(path)
-    write_atomic(path, install.dump_settings(data))
-    rec["keys"] = sorted(set(rec.get("keys", ())) | set(added))
-    rec["created_key"] = rec.get("created_key") or not had_key
-    _set_record(runner, path, rec)
-    return added
+    got = {}
+
+    def plan(old):
+        got.clear()
+        if old is None or not record_of(runner, path):
+            return None  # the file or the record went meanwhile (an uninstall)
+        data = install.parse_settings(old, path)
+        had_key = "skillOverrides" in data
+        got["added"] = add_overrides(data, names, path)
+        got["made_key"] = bool(got["added"]) and not had_key
+        return install.dump_settings(data) if got["added"] else None
+
+    import io
+    with fileutil.install_lock(wait=SYNC_WAIT):
+        if _write(path, plan, io.StringIO(), False, wait=SYNC_WAIT) is None:  # silent: a hook
+            return []
+        rec = record_of(runner, path)
+        rec.update(keys=sorted(set(rec.get("keys", ())) | set(got["added"])),
+                   created_key=bool(rec.get("created_key")) or got["made_key"])
+        _set_record(runner, path, rec)
+    return got["added"]
 
 
 # ------------------------------------------------------------------ Codex
@@ -456,21 +474,23 @@ def codex_unedit(text, rec, path="config.toml"):
 
 def _codex_install(project, out, dry_run):
     path = _codex_path(project)
-    old = _read(path)
-    rec0 = record_of("codex", path)
-    new, rec = codex_edit(old or "", path)
-    if not rec["lines"]:
+    rec = {}
+
+    def plan(old):
+        new, edit = codex_edit(old or "", path)
+        rec.clear()
+        rec.update(edit)
+        return new if edit["lines"] else None
+
+    if _write(path, plan, out, dry_run) is None:
         out.write("codex: names-only already on in %s\n" % path)
         return 0
+    if dry_run:
+        return 0
+    rec0 = record_of("codex", path)
     if rec0:  # an earlier install's lines: merge what this one adds
         rec["lines"] = sorted(set(rec0["lines"]) | set(rec["lines"]))
         rec["header"] = rec0.get("header") or rec["header"]
-    made = _write(path, old, new, out, dry_run)
-    if dry_run:
-        return 0
-    rec["created"] = old is None
-    if old is None:
-        fileutil.note_created(path, made)
     _set_record("codex", path, rec)
     out.write("codex: listed by name only: every skill (omit_skill_descriptions in %s)\n" % path)
     return 0
@@ -479,19 +499,20 @@ def _codex_install(project, out, dry_run):
 def _codex_uninstall(project, out, dry_run):
     path = _codex_path(project)
     rec = record_of("codex", path)
-    old = _read(path)
-    if not rec or old is None:
+    if not rec:
         return 0
-    new = codex_unedit(old, rec, path)
-    made = fileutil.created().get(os.path.abspath(path)) if rec.get("created") else None
-    gone = rec.get("created") and not new.strip()
-    if new != old or gone:
-        _write(path, old, None if gone else new, out, dry_run)
+
+    def plan(old):
+        if old is None:
+            return None
+        new = codex_unedit(old, rec, path)
+        if not new.strip() and fileutil.created_folders(path) is not None:
+            return fileutil.DELETE  # install created it; nothing else was put in since
+        return new if new != old else None
+
+    _write(path, plan, out, dry_run)
     if not dry_run:
-        if gone:
-            fileutil.forget_created(path)
-            _rmdirs(made)
-        _set_record("codex", path, None)
+        _forget("codex", path)
         out.write("codex: removed the names-only switch from %s\n" % path)
     return 0
 
@@ -521,18 +542,20 @@ def gemini_value(text):
 
 def _gemini_install(project, out, dry_run):
     path = _gemini_path(project)
-    old = _read(path)
-    if gemini_value(old) is not None:
+    rec = {}
+
+    def plan(old):
+        if gemini_value(old) is not None:
+            return None  # the user's own setting, whatever its value
+        text = old or ""
+        rec["newline"] = bool(text) and not text.endswith("\n")
+        return text + ("\n" if rec["newline"] else "") + GEMINI_LINE + "\n"
+
+    if _write(path, plan, out, dry_run) is None:
         out.write("gemini: %s already set in %s; left as it is\n" % (GEMINI_VAR, path))
         return 0
-    text = old or ""
-    rec = {"newline": bool(text) and not text.endswith("\n"), "created": old is None}
-    new = text + ("\n" if rec["newline"] else "") + GEMINI_LINE + "\n"
-    made = _write(path, old, new, out, dry_run)
     if dry_run:
         return 0
-    if old is None:
-        fileutil.note_created(path, made)
     _set_record("gemini", path, rec)
     out.write("gemini: skills listed by name only (%s in %s)\n" % (GEMINI_LINE, path))
     return 0
@@ -541,25 +564,29 @@ def _gemini_install(project, out, dry_run):
 def _gemini_uninstall(project, out, dry_run):
     path = _gemini_path(project)
     rec = record_of("gemini", path)
-    old = _read(path)
-    if not rec or old is None:
+    if not rec:
         return 0
-    lines = old.splitlines(True)
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].rstrip("\r\n") == GEMINI_LINE:
-            del lines[i]
-            if rec.get("newline") and i == len(lines) and lines and lines[-1].endswith("\n"):
-                lines[-1] = lines[-1][:-1]
-            break
-    new = "".join(lines)
-    gone = rec.get("created") and not new
-    if new != old:
-        made = fileutil.forget_created(path) if gone else None
-        _write(path, old, None if gone else new, out, dry_run)
-        if gone and not dry_run:
-            _rmdirs(made)
+
+    def plan(old):
+        if old is None:
+            return None
+        lines = old.splitlines(True)
+        for i in range(len(lines) - 1, -1, -1):
+            if lines[i].rstrip("\r\n") == GEMINI_LINE:
+                del lines[i]
+                if rec.get("newline") and i == len(lines) and lines and lines[-1].endswith("\n"):
+                    lines[-1] = lines[-1][:-1]
+                break
+        new = "".join(lines)
+        if new == old:
+            return None
+        if not new and fileutil.created_folders(path) is not None:
+            return fileutil.DELETE  # install created it; nothing else was put in since
+        return new
+
+    _write(path, plan, out, dry_run)
     if not dry_run:
-        _set_record("gemini", path, None)
+        _forget("gemini", path)
         out.write("gemini: removed %s from %s\n" % (GEMINI_LINE, path))
     return 0
 
@@ -568,6 +595,7 @@ def _gemini_uninstall(project, out, dry_run):
 
 
 OPENCODE_PLUGIN = "skill-retrieval-listing.js"
+OPENCODE_MARK = "skill-retrieve listing opencode"
 OPENCODE_SOURCE = """\
 // skill-retrieve listing opencode: list skills by name only.
 // Written by `skill-retrieve install opencode`; `skill-retrieve uninstall opencode` removes it.
@@ -600,34 +628,41 @@ def _opencode_path(project=None):
     return os.path.join(os.path.dirname(install.settings_path("opencode", project)), OPENCODE_PLUGIN)
 
 
+def _plugin_install(path, source, mark, out, dry_run):
+    # Write our plugin file ``source`` at ``path``; a file there without
+    # our ``mark`` is someone else's and is left alone.  True when written.
+    def plan(old):
+        if old == source:
+            return None
+        if old is not None and mark not in old:
+            raise Refused("%s exists and is not skill-retrieve's; left unchanged" % path)
+        return source
+    return _write(path, plan, out, dry_run) is not None
+
+
+def _plugin_uninstall(runner, path, mark, out, dry_run):
+    # Delete our plugin file (an older version also kept a record of it).
+    # True when it was there to delete.
+    def plan(old):
+        return fileutil.DELETE if old is not None and mark in old else None
+    gone = _write(path, plan, out, dry_run) is not None
+    if gone and not dry_run:
+        _forget(runner, path)
+    return gone
+
+
 def _opencode_install(project, out, dry_run):
     path = _opencode_path(project)
-    old = _read(path)
-    if old == OPENCODE_SOURCE:
+    if not _plugin_install(path, OPENCODE_SOURCE, OPENCODE_MARK, out, dry_run):
         out.write("opencode: names-only plugin already in %s\n" % path)
-        return 0
-    if old is not None and "skill-retrieve listing opencode" not in old:
-        raise Refused("%s exists and is not skill-retrieve's; left unchanged" % path)
-    made = _write(path, old, OPENCODE_SOURCE, out, dry_run)
-    if dry_run:
-        return 0
-    if old is None:
-        fileutil.note_created(path, made)
-    _set_record("opencode", path, {"created": old is None})
-    out.write("opencode: skills listed by name only (plugin %s)\n" % path)
+    elif not dry_run:
+        out.write("opencode: skills listed by name only (plugin %s)\n" % path)
     return 0
 
 
 def _opencode_uninstall(project, out, dry_run):
     path = _opencode_path(project)
-    old = _read(path)
-    if old is None or "skill-retrieve listing opencode" not in old:
-        return 0
-    made = fileutil.forget_created(path) if not dry_run else None
-    _write(path, old, None, out, dry_run)
-    if not dry_run:
-        _rmdirs(made)
-        _set_record("opencode", path, None)
+    if _plugin_uninstall("opencode", path, OPENCODE_MARK, out, dry_run) and not dry_run:
         out.write("opencode: removed the names-only plugin %s\n" % path)
     return 0
 
@@ -701,31 +736,16 @@ def cline_plugin(command):
 def _cline_install(project, out, dry_run):
     from retriever.runners import install as inst
     path = cline_plugin_path(project)
-    new = cline_plugin(inst.hook_command("cline"))
-    old = _read(path)
-    if old == new:
+    if not _plugin_install(path, cline_plugin(inst.hook_command("cline")), CLINE_MARK, out, dry_run):
         out.write("cline: plugin already in %s\n" % path)
-        return 0
-    if old is not None and CLINE_MARK not in old:
-        raise Refused("%s exists and is not skill-retrieve's; left unchanged" % path)
-    made = _write(path, old, new, out, dry_run)
-    if dry_run:
-        return 0
-    if old is None:
-        fileutil.note_created(path, made)
-    out.write("cline: plugin %s (the Cline CLI reads the hook's context through it)\n" % path)
+    elif not dry_run:
+        out.write("cline: plugin %s (the Cline CLI reads the hook's context through it)\n" % path)
     return 0
 
 
 def _cline_uninstall(project, out, dry_run):
     path = cline_plugin_path(project)
-    old = _read(path)
-    if old is None or CLINE_MARK not in old:
-        return 0
-    made = fileutil.forget_created(path) if not dry_run else None
-    _write(path, old, None, out, dry_run)
-    if not dry_run:
-        _rmdirs(made)
+    if _plugin_uninstall("cline", path, CLINE_MARK, out, dry_run) and not dry_run:
         out.write("cline: removed the plugin %s\n" % path)
     return 0
 
@@ -739,52 +759,60 @@ def target(runner, project=None):
             "opencode": _opencode_path}[runner](project)
 
 
+def _locked(dry_run):
+    # Install and uninstall hold the installers' lock from reading the
+    # record to saving it; a dry run writes nothing and takes none.
+    import contextlib
+    return contextlib.nullcontext() if dry_run else fileutil.install_lock()
+
+
 def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True):
     """Turn names-only on for ``runner`` (unless not ``compact``), and
     write Cline's plugin; returns the exit code (1 and one line on stderr
     when a file cannot be changed safely)."""
     if runner == "cline":
         try:
-            return _cline_install(project, out, dry_run)
-        except (Refused, fileutil.ReadOnly, OSError) as exc:
+            with _locked(dry_run):
+                return _cline_install(project, out, dry_run)
+        except (Refused, fileutil.Unchanged, OSError) as exc:
             sys.stderr.write("skill-retrieve: Cline plugin not written: %s\n" % exc)
             return 1
     if runner not in RUNNERS or not compact:
         return 0
     try:
-        if runner == "claude-code":
-            return _claude_install(project, os.path.abspath(project) if project else os.getcwd(), out, dry_run)
-        return {"codex": _codex_install, "gemini": _gemini_install,
-                "opencode": _opencode_install}[runner](project, out, dry_run)
+        with _locked(dry_run):
+            if runner == "claude-code":
+                return _claude_install(project, os.path.abspath(project) if project else os.getcwd(), out, dry_run)
+            return {"codex": _codex_install, "gemini": _gemini_install,
+                    "opencode": _opencode_install}[runner](project, out, dry_run)
     except NoReader as exc:
         # Not an error of the user's files: the hook works, the listing
         # stays as it was, and the line says how to finish by hand.
         out.write("%s: names only not set: %s\n" % (runner, exc))
         return 0
-    except Exception as exc:
-        if not isinstance(exc, (Refused, fileutil.ReadOnly, OSError)) and type(exc).__name__ != "Refused":
-            raise
+    except (Refused, fileutil.Unchanged, OSError) as exc:
         sys.stderr.write("skill-retrieve: names-only not set for %s: %s (the hook is installed; "
                          "--no-compact skips this step)\n" % (runner, exc))
         return 1
 
 
 def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
-    """Remove what ``install`` added for ``runner``; returns the exit code."""
+    """Remove what ``install`` added for ``runner``; returns the exit code.
+    A dry run runs the same changes and prints what they would write."""
     if runner == "cline":
         try:
-            return _cline_uninstall(project, out, dry_run)
-        except (Refused, fileutil.ReadOnly, OSError) as exc:
+            with _locked(dry_run):
+                return _cline_uninstall(project, out, dry_run)
+        except (Refused, fileutil.Unchanged, OSError) as exc:
             sys.stderr.write("skill-retrieve: Cline plugin left in place: %s\n" % exc)
             return 1
     if runner not in RUNNERS:
         return 0
     try:
-        return {"claude-code": _claude_uninstall, "codex": _codex_uninstall, "gemini": _gemini_uninstall,
-                "opencode": _opencode_uninstall}[runner](project, out, dry_run)
-    except Exception as exc:
-        if not isinstance(exc, (Refused, fileutil.ReadOnly, OSError)) and type(exc).__name__ != "Refused":
-            raise
+        with _locked(dry_run):
+            return {"claude-code": _claude_uninstall, "codex": _codex_uninstall, "gemini": _gemini_uninstall,
+                    "opencode": _opencode_uninstall}[runner](project, out, dry_run)
+    except (Refused, fileutil.Unchanged, OSError) as exc:
         sys.stderr.write("skill-retrieve: names-only entries of %s left in place: %s\n" % (runner, exc))
         return 1
 
@@ -808,13 +836,13 @@ def status(runner, cwd=None, project=None):
     try:
         text = _read(path)
         names, full = covered(runner, cwd) if runner != "opencode" or text else ([], [])
-    except Refused as exc:
+    except (Refused, fileutil.Unchanged) as exc:
         out.update(state="broken", note=str(exc))
         return out
     if runner == "claude-code":
         try:
             data = inst.parse_settings(text or "", path)
-        except inst.Refused as exc:
+        except Refused as exc:
             out.update(state="broken", note=str(exc))
             return out
         ov = data.get("skillOverrides") if isinstance(data.get("skillOverrides"), dict) else {}
@@ -851,7 +879,7 @@ def status(runner, cwd=None, project=None):
                            % path)
         return out
     if runner == "opencode":
-        if text and "skill-retrieve listing opencode" in text:
+        if text and OPENCODE_MARK in text:
             out["state"] = "on"
             out["covered"] = len(names)
         return out
