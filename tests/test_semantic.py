@@ -1082,3 +1082,51 @@ def test_a_failed_embedding_child_is_redone_by_its_parent_at_low_priority(tmp_pa
     assert got and got[0].shape == (3, 512) and (got[0] == 1).all()
     assert seen == [embed.BACKGROUND_NICE]
     assert _children() == before
+
+
+def test_the_helper_says_pending_until_the_no_skill_bank_is_ready(monkeypatch):
+    """The model loads, then the no-skill bank is encoded (about 0.14 CPU
+    s).  A question between the two is "pending" (the client answers
+    BM25, as while the model loads) instead of encoding the bank on the
+    helper's accept loop; threads asking at once encode it once."""
+    import threading
+    import numpy as np
+    from retriever.semantic import dense, embed, helper
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((8, 512)).astype(np.float32)
+    vecs = dense.prepare(rows / np.linalg.norm(rows, axis=1, keepdims=True))
+
+    class Model:  # the loaded encoder: a query is one unit row
+        def encode(self, texts):
+            return np.full((len(texts), 512), 512 ** -0.5, dtype=np.float32)
+
+    gate, calls = threading.Event(), []
+
+    def library(texts):  # the batched encoder, which only the bank reaches here
+        calls.append(threading.current_thread().name)
+        gate.wait(5)
+        return np.ones((len(texts), 512), dtype=np.float32)
+
+    class Ready:  # the index's vectors are loaded
+        def get_file(self, path):
+            return "key", None, vecs
+
+    monkeypatch.setattr(embed, "_MODEL", Model())
+    monkeypatch.setattr(embed, "_BATCHED", library)
+    monkeypatch.setattr(embed, "_BANK", [])
+    assert not embed.loaded()
+    first = helper.question(Ready(), "/x.skr", "hello there")
+    assert isinstance(first, bytes) and first.startswith(b"pending\n"), first
+    assert calls == []  # the question encoded nothing of the bank
+    # The warm-up thread and three others ask for the bank at once: one encodes it.
+    askers = [threading.Thread(target=embed.no_skill_bank, name="asker-%d" % i) for i in range(4)]
+    for t in askers:
+        t.start()
+    assert _wait(lambda: calls, 10)
+    assert helper.question(Ready(), "/x.skr", "hello there").startswith(b"pending\n")
+    gate.set()
+    for t in askers:
+        t.join(10)
+    assert len(calls) == 1 and embed.loaded()
+    key, _, _, _, chat = helper.question(Ready(), "/x.skr", "hello there")
+    assert key == "key" and chat == pytest.approx(1.0)
