@@ -128,6 +128,58 @@ def lower_priority(nice=BACKGROUND_NICE):
         pass
 
 
+# glibc's mallopt parameters (malloc.h) and what keep_heap sets them to.
+_M_TRIM_THRESHOLD = -1
+_M_TOP_PAD = -2
+_M_MMAP_THRESHOLD = -3
+# The largest mmap threshold glibc takes on 64-bit (HEAP_MAX_SIZE / 2): a
+# batch's largest array (batched.py: 4,096 tokens x 1,280 float32) is 21 MB.
+KEEP_MMAP = 32 << 20
+KEEP_TRIM = 1 << 30  # the heap's free top is kept up to this
+# The helper's child is forked from a thread, whose arena grows in 64 MB
+# heaps; glibc unmaps a heap that empties unless this much pad is wanted
+# (without it a second pass still faulted 5,700 pages for 200 skills, 45
+# with it).  Address space only: pages are touched when used.
+KEEP_PAD = 64 << 20
+
+
+_MALLOPT = []  # glibc's mallopt, once looked up, or None
+
+
+def _mallopt():
+    # glibc's mallopt through ctypes, or None (another libc, no ctypes).
+    # Looked up before a fork: dlopen in the child of a process with
+    # threads could wait for a loader lock that another thread held.
+    if not _MALLOPT:
+        import os
+        fn = None
+        try:
+            if os.confstr("CS_GNU_LIBC_VERSION"):  # another libc: other numbers, if any
+                import ctypes
+                fn = ctypes.CDLL(None).mallopt
+                fn.argtypes, fn.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+        except (ImportError, OSError, ValueError, AttributeError):
+            fn = None
+        _MALLOPT.append(fn)
+    return _MALLOPT[0]
+
+
+def keep_heap():
+    """Make glibc's malloc keep and reuse freed memory, for a short-lived
+    process that embeds a library (``skill-retrieve build`` and the
+    helper's embedding child): never the warm helper itself or the Hermes
+    agent, which live long and would hold their peak for good.  Each batch
+    allocates arrays of megabytes; by default glibc maps each afresh
+    (mmap threshold) and returns it at free, so every batch faults its
+    pages in again.  True when set; a no-op (False) without glibc."""
+    fn = _mallopt()
+    if fn is None:
+        return False
+    done = [fn(param, value) for param, value in ((_M_MMAP_THRESHOLD, KEEP_MMAP),
+                                                  (_M_TRIM_THRESHOLD, KEEP_TRIM), (_M_TOP_PAD, KEEP_PAD))]
+    return all(done)
+
+
 def encode_aside(texts, nice=BACKGROUND_NICE):
     """Embed ``texts`` (a library's, not a query) in a forked child at
     low priority, for a process that answers queries meanwhile (the warm
@@ -141,6 +193,7 @@ def encode_aside(texts, nice=BACKGROUND_NICE):
     import numpy as np
     texts = list(texts)
     enc = _encoder()  # loaded here, before the fork: the child finds it ready
+    _mallopt()  # and this (keep_heap, in the child)
     if not texts:
         return np.zeros((0, 512), dtype=np.float32)
     got = _forked_rows(enc, texts, nice, cpu_limit=10.0 + 0.05 * len(texts), wall_limit=3600.0)
@@ -183,6 +236,7 @@ def _forked_rows(enc, texts, nice, cpu_limit, wall_limit):
                 # The parent's files (its socket, its lock) stay the parent's.
                 os.closerange(3, 65536)
                 lower_priority(nice)
+                keep_heap()  # this child exits after the texts; the helper's own heap is untouched
                 out[:] = enc(texts)
                 code = 0
             finally:
