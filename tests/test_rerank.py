@@ -806,3 +806,23 @@ def test_executable_reranks_when_switched_on(tmp_path):
     recs = ab_records(tmp_path)
     assert len(recs) == 2 and recs[0]["bm25_order"] == bm25
     assert recs[0]["injected_order"] == [bm25[-1]] and recs[0]["rank1_flip"] is True
+
+
+@pytest.mark.parametrize("runner", ["cline", "claude-code", "codex", "gemini", "hermes"])
+def test_the_hook_names_the_runners_session_in_the_ab_log(tmp_path, runner):
+    """The session id is read once, where the runner puts it (Cline's
+    ``taskId``, the others' ``session_id``), for the session memory and
+    the A/B log alike: the hook, run as the runner runs it (a subprocess,
+    the payload on stdin), logs it with the rerank."""
+    from test_hooks import payload
+    root = _tree(tmp_path)
+    log = tmp_path / "ab.jsonl"
+    with Server(good({})) as srv:
+        env = _exe_env(tmp_path, srv, SKILL_RETRIEVAL_RERANK="jev", SKILL_RETRIEVAL_RERANK_LOG=str(log))
+        stdin = json.dumps(payload(runner, "merge the pdf files and fill the pdf form",
+                                   session="task-%s-42" % runner))
+        proc = run_cli(["hook", runner, "--root", root], env, input=stdin)
+        assert (proc.returncode, proc.stderr) == (0, "")
+        assert "pdf-" in proc.stdout and len(srv.requests) == 1
+    (rec,) = [json.loads(l) for l in log.read_text().splitlines()]
+    assert rec["session_id"] == "task-%s-42" % runner

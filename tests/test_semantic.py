@@ -1082,3 +1082,117 @@ def test_a_failed_embedding_child_is_redone_by_its_parent_at_low_priority(tmp_pa
     assert got and got[0].shape == (3, 512) and (got[0] == 1).all()
     assert seen == [embed.BACKGROUND_NICE]
     assert _children() == before
+
+
+def test_the_helper_says_pending_until_the_no_skill_bank_is_ready(monkeypatch):
+    """The model loads, then the no-skill bank is encoded (about 0.14 CPU
+    s).  A question between the two is "pending" (the client answers
+    BM25, as while the model loads) instead of encoding the bank on the
+    helper's accept loop; threads asking at once encode it once."""
+    import threading
+    import numpy as np
+    from retriever.semantic import dense, embed, helper
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((8, 512)).astype(np.float32)
+    vecs = dense.prepare(rows / np.linalg.norm(rows, axis=1, keepdims=True))
+
+    class Model:  # the loaded encoder: a query is one unit row
+        def encode(self, texts):
+            return np.full((len(texts), 512), 512 ** -0.5, dtype=np.float32)
+
+    gate, calls = threading.Event(), []
+
+    def library(texts):  # the batched encoder, which only the bank reaches here
+        calls.append(threading.current_thread().name)
+        gate.wait(5)
+        return np.ones((len(texts), 512), dtype=np.float32)
+
+    class Ready:  # the index's vectors are loaded
+        def get_file(self, path):
+            return "key", None, vecs
+
+    monkeypatch.setattr(embed, "_MODEL", Model())
+    monkeypatch.setattr(embed, "_BATCHED", library)
+    monkeypatch.setattr(embed, "_BANK", [])
+    assert not embed.loaded()
+    first = helper.question(Ready(), "/x.skr", "hello there")
+    assert isinstance(first, bytes) and first.startswith(b"pending\n"), first
+    assert calls == []  # the question encoded nothing of the bank
+    # The warm-up thread and three others ask for the bank at once: one encodes it.
+    askers = [threading.Thread(target=embed.no_skill_bank, name="asker-%d" % i) for i in range(4)]
+    for t in askers:
+        t.start()
+    assert _wait(lambda: calls, 10)
+    assert helper.question(Ready(), "/x.skr", "hello there").startswith(b"pending\n")
+    gate.set()
+    for t in askers:
+        t.join(10)
+    assert len(calls) == 1 and embed.loaded()
+    key, _, _, _, chat = helper.question(Ready(), "/x.skr", "hello there")
+    assert key == "key" and chat == pytest.approx(1.0)
+
+
+def _glibc():
+    try:
+        return bool(os.confstr("CS_GNU_LIBC_VERSION"))
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+# Run in a process of its own (malloc settings are for the process): the
+# library encoder is wrapped to encode its texts twice and write the minor
+# page faults of the second pass, in whichever process embeds.
+_SECOND_PASS = r"""
+import os, resource, sys, threading
+sys.path.insert(0, sys.argv[1])
+from retriever.semantic import embed
+embed.one_blas_thread()
+real = embed._encoder()
+
+def twice(texts):
+    real(texts)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    got = real(texts)
+    with open(sys.argv[2], "a") as f:
+        f.write("%d\n" % (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before))
+    return got
+embed._BATCHED = twice
+if sys.argv[3] == "build":
+    from retriever import semantic
+    semantic.build_vectors(sys.argv[4])
+else:  # the helper: its loading thread embeds in a forked child
+    from retriever import store
+    from retriever.semantic import vectors
+    t = threading.Thread(target=vectors.ensure, args=(sys.argv[4], store.load(sys.argv[4])),
+                         kwargs={"aside": True})
+    t.start()
+    t.join()
+"""
+
+
+@pytest.mark.skipif(not _glibc(), reason="keep_heap tunes glibc's malloc")
+@pytest.mark.parametrize("where", ["build", "helper child"])
+def test_an_embedding_process_reuses_its_memory_batch_after_batch(tmp_path, where):
+    """A build and the helper's embedding child keep the memory a batch
+    freed (embed.keep_heap) instead of mapping each batch's arrays afresh:
+    a second pass over the same texts faults almost no page in (glibc's
+    defaults: hundreds of faults a skill, every pass)."""
+    import random
+    from retriever import build
+    rnd = random.Random(7)
+    words = ["deploy", "kubernetes", "certificate", "invoice", "spreadsheet", "latency", "gradient",
+             "migrate", "postgres", "subtitle", "compile", "benchmark", "rotate", "extract", "render"]
+    root = tmp_path / "skills"
+    for i in range(80):
+        text = " ".join("%s%d" % (rnd.choice(words), rnd.randrange(1000)) for _ in range(90))
+        make_skill(root, "s%02d" % i, {"name": "s%02d" % i, "description": text[:300]}, body=text)
+    index = str(tmp_path / "i.skr")
+    build.build(build.resolve([str(root)]), index)
+    env = base_env(tmp_path)
+    env["SKILL_RETRIEVAL_SEMANTIC"] = "on"
+    faults = tmp_path / "faults"
+    proc = subprocess.run([sys.executable, "-c", _SECOND_PASS, str(REPO), str(faults), where.split()[0], index],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    got = [int(x) for x in faults.read_text().split()]
+    assert got and max(got) < 500, got

@@ -104,15 +104,11 @@ def empty_output(runner):
     return runner_record(runner)["empty"]
 
 
-def fit(runner, results):
-    """The runner's output for the longest prefix of ``results`` whose
-    output stays under the runner's cap (whole skills are dropped, never
-    cut mid-line); the empty output when not even one fits."""
-    return fitted(runner, results)[0]
-
-
 def fitted(runner, results):
-    """``(output, n)``: ``fit``'s output and the number of skills in it."""
+    """``(output, n)``: the runner's output for the longest prefix of
+    ``results`` whose output stays under the runner's cap (whole skills
+    are dropped, never cut mid-line), and the number of skills in it; the
+    empty output and 0 when not even one fits."""
     from retriever.render import text_block
     rec = runner_record(runner)
     cap, load = rec["cap"], rec.get("load")
@@ -143,15 +139,23 @@ def _field(payload, keys):
     return value if keys else None
 
 
-def session_memory(runner, payload, ranking=""):
-    """The session memory for this prompt (``retriever.session.begin``),
-    or None when the payload names no session: the runner record's
-    ``session`` says where its session id, transcript path and
+def session_id_of(runner, payload):
+    """The session id in ``payload`` (a non-empty str), or None: where the
+    runner record's ``session`` says it is (``session_id`` for most
+    runners, ``taskId`` for Cline).  Read here only, so the session
+    memory and the rerank's A/B log name the same session."""
+    sid = _field(payload, (runner_record(runner).get("session") or {}).get("id"))
+    return sid if isinstance(sid, str) and sid else None
+
+
+def session_memory(runner, payload, sid, ranking=""):
+    """The session memory for this prompt (``retriever.session.begin``)
+    of session ``sid`` (``session_id_of``), or None when there is none:
+    the runner record's ``session`` says where its transcript path and
     conversation are.  ``ranking`` names the tiers that ranked."""
-    where = runner_record(runner).get("session") or {}
-    sid = _field(payload, where.get("id"))
-    if not isinstance(sid, str) or not sid:
+    if sid is None:
         return None
+    where = runner_record(runner).get("session") or {}
     from retriever import session
     return session.begin(sid, runner, transcript=_field(payload, where.get("transcript")),
                          history=_field(payload, where.get("history")), agent_id=payload.get("agent_id"),
@@ -183,18 +187,18 @@ def _answer(runner, opts, text, payload):
         from retriever.visibility import make_view, visible
         view = make_view(platform or "")
         keep = lambda r: visible(r, view)  # noqa: E731
-    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    sid = session_id_of(runner, payload)
     req = {"roots": roots, "index": opts.get("index"), "platform": platform, "k": opts.get("k"),
            "fresh": opts.get("fresh", False), "quiet": True, "rerank": opts.get("rerank", False),
            # Hermes' shell hook suggests only what Hermes can load: its own
            # skill folders (local and skills.external_dirs), not every agent's.
            "only_hermes": runner == "hermes" and not roots,
            "wait": settings.get("SKILL_RETRIEVAL_HOOK_WAIT"), "label": "hook " + runner,
-           "keep": keep, "session_id": session}
+           "keep": keep, "session_id": sid}
     results, path = service.answer(text, req)
-    memo = session_memory(runner, payload, "+".join(req.get("tiers") or ()))
+    memo = session_memory(runner, payload, sid, "+".join(req.get("tiers") or ()))
     if memo is None:
-        return fit(runner, results), path
+        return fitted(runner, results)[0], path
     # What the session already holds is taken out after the decision,
     # and what this turn injects is remembered for the next ones.
     from retriever import session as memory

@@ -235,6 +235,7 @@ def build_vectors(index_path, out=None):
         return 0
     if n:
         embed.lower_priority(embed.BUILD_NICE)  # this process runs alone now: it, and its forks
+        embed.keep_heap()  # a build is short-lived: its batches reuse freed memory (and its forks')
     _, n = vectors.ensure(index_path, idx, workers=embed.workers(), fork=build.can_fork() >= 2, todo=todo)
     took = time.perf_counter() - t0
     if out:

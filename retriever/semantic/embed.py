@@ -36,8 +36,11 @@ def one_blas_thread():
 
 
 def loaded():
-    """True once the model is in memory (``model()`` will not block)."""
-    return _MODEL is not None
+    """True once the model and the no-skill bank are both in memory, so
+    ``model()`` and ``no_skill_bank()`` return at once.  The bank is
+    encoded after the model (about 0.14 CPU s): a question answered
+    between the two would encode it on the helper's accept loop."""
+    return _MODEL is not None and bool(_BANK)
 
 
 def model():
@@ -125,6 +128,58 @@ def lower_priority(nice=BACKGROUND_NICE):
         pass
 
 
+# glibc's mallopt parameters (malloc.h) and what keep_heap sets them to.
+_M_TRIM_THRESHOLD = -1
+_M_TOP_PAD = -2
+_M_MMAP_THRESHOLD = -3
+# The largest mmap threshold glibc takes on 64-bit (HEAP_MAX_SIZE / 2): a
+# batch's largest array (batched.py: 4,096 tokens x 1,280 float32) is 21 MB.
+KEEP_MMAP = 32 << 20
+KEEP_TRIM = 1 << 30  # the heap's free top is kept up to this
+# The helper's child is forked from a thread, whose arena grows in 64 MB
+# heaps; glibc unmaps a heap that empties unless this much pad is wanted
+# (without it a second pass still faulted 5,700 pages for 200 skills, 45
+# with it).  Address space only: pages are touched when used.
+KEEP_PAD = 64 << 20
+
+
+_MALLOPT = []  # glibc's mallopt, once looked up, or None
+
+
+def _mallopt():
+    # glibc's mallopt through ctypes, or None (another libc, no ctypes).
+    # Looked up before a fork: dlopen in the child of a process with
+    # threads could wait for a loader lock that another thread held.
+    if not _MALLOPT:
+        import os
+        fn = None
+        try:
+            if os.confstr("CS_GNU_LIBC_VERSION"):  # another libc: other numbers, if any
+                import ctypes
+                fn = ctypes.CDLL(None).mallopt
+                fn.argtypes, fn.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+        except (ImportError, OSError, ValueError, AttributeError):
+            fn = None
+        _MALLOPT.append(fn)
+    return _MALLOPT[0]
+
+
+def keep_heap():
+    """Make glibc's malloc keep and reuse freed memory, for a short-lived
+    process that embeds a library (``skill-retrieve build`` and the
+    helper's embedding child): never the warm helper itself or the Hermes
+    agent, which live long and would hold their peak for good.  Each batch
+    allocates arrays of megabytes; by default glibc maps each afresh
+    (mmap threshold) and returns it at free, so every batch faults its
+    pages in again.  True when set; a no-op (False) without glibc."""
+    fn = _mallopt()
+    if fn is None:
+        return False
+    done = [fn(param, value) for param, value in ((_M_MMAP_THRESHOLD, KEEP_MMAP),
+                                                  (_M_TRIM_THRESHOLD, KEEP_TRIM), (_M_TOP_PAD, KEEP_PAD))]
+    return all(done)
+
+
 def encode_aside(texts, nice=BACKGROUND_NICE):
     """Embed ``texts`` (a library's, not a query) in a forked child at
     low priority, for a process that answers queries meanwhile (the warm
@@ -138,6 +193,7 @@ def encode_aside(texts, nice=BACKGROUND_NICE):
     import numpy as np
     texts = list(texts)
     enc = _encoder()  # loaded here, before the fork: the child finds it ready
+    _mallopt()  # and this (keep_heap, in the child)
     if not texts:
         return np.zeros((0, 512), dtype=np.float32)
     got = _forked_rows(enc, texts, nice, cpu_limit=10.0 + 0.05 * len(texts), wall_limit=3600.0)
@@ -180,6 +236,7 @@ def _forked_rows(enc, texts, nice, cpu_limit, wall_limit):
                 # The parent's files (its socket, its lock) stay the parent's.
                 os.closerange(3, 65536)
                 lower_priority(nice)
+                keep_heap()  # this child exits after the texts; the helper's own heap is untouched
                 out[:] = enc(texts)
                 code = 0
             finally:
@@ -273,22 +330,26 @@ def workers():
 # message's mean cosine with its three closest lines (decide.py).
 BANK_FILE = "no_skill_turns.txt"
 _BANK = []
+# The bank's own lock, held while it is encoded, so threads asking at once
+# wait for one encoding instead of each paying for it.  Not _LOCK: encoding
+# takes that one (model(), _encoder()), and it is not reentrant.
+_BANK_LOCK = threading.Lock()
 
 
 def no_skill_bank():
     """The bank's vectors, unit rows, encoded once per process (about
-    260 short lines: a fraction of a second once the model is loaded)."""
+    270 short lines: about 0.14 CPU s once the model is loaded)."""
     if not _BANK:
-        import os
-        import numpy as np
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), BANK_FILE), encoding="utf-8") as f:
-            texts = [line.strip() for line in f if line.strip() and not line.startswith("#")]
-        m = encode(texts) if texts else np.zeros((0, 512), dtype=np.float32)
-        norms = np.linalg.norm(m, axis=1, keepdims=True)
-        bank = m / np.where(norms > 0, norms, 1.0)
-        with _LOCK:
+        with _BANK_LOCK:
             if not _BANK:
-                _BANK.append(bank)
+                import os
+                import numpy as np
+                with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), BANK_FILE),
+                          encoding="utf-8") as f:
+                    texts = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+                m = encode(texts) if texts else np.zeros((0, 512), dtype=np.float32)
+                norms = np.linalg.norm(m, axis=1, keepdims=True)
+                _BANK.append(m / np.where(norms > 0, norms, 1.0))
     return _BANK[0]
 
 

@@ -215,7 +215,8 @@ def question(indexes, path, text):
     if got is None:
         return ("pending\nvectors of %s are loading" % path).encode("utf-8", "surrogateescape")
     if not embed.loaded():
-        # The warm-up thread is still loading it: never block the accept loop.
+        # The warm-up thread is still loading the model or encoding the
+        # no-skill bank: never do either on the accept loop.
         return b"pending\nthe model is loading"
     key, _, vecs = got
     qv = embed.encode_query(text)
