@@ -537,7 +537,7 @@ def render(report):
                 med = hp.get("median_ms")
                 raw = hp.get("raw") if isinstance(hp.get("raw"), dict) else {}
                 extra = ", p90 %.2f ms" % (raw["p90_us"] / 1e3) if isinstance(raw.get("p90_us"), (int, float)) else ""
-                lines.append("  in-process per turn (Hermes pre_llm_call), %s: %s" % (
+                lines.append("  in-process per turn (Hermes pre_llm_call, BM25 only), %s: %s" % (
                     hp["label"], ("median %.2f ms%s" % (med, extra)) if isinstance(med, float)
                     else hp.get("error", hp.get("raw"))))
                 lines.append("  %s: median %.2f ms, p90 %.2f ms (store.load %.2f ms)"

@@ -6,6 +6,12 @@ what a Hermes turn pays once the plugin has warmed up.  Index build and
 load are excluded and reported separately.  Without Hermes installed the
 visibility filter takes its stdlib fallbacks.
 
+BM25 only, as the process rows of ``make bench`` are: the semantic tier
+has its own bench (bench/semantic.py), and in process it would load numpy
+and the model into the caller, the bench itself, whose exit could then
+hang in OpenBLAS's ``blas_thread_shutdown`` (and whose later rows ran
+beside the model's loading thread).
+
     import hermes_turn  # run from bench/
     root = hermes_turn.subset_root(["/path/to/corpora"], 300, "/tmp/skills-300")
     print(hermes_turn.per_turn_latency([root], hermes_turn.load_queries(paths)))
@@ -72,6 +78,11 @@ def per_turn_latency(roots, queries, repeat=5, index_path=None):
     if index_path is None:
         tmp = tempfile.mkdtemp(prefix="skr-bench-")
         index_path = os.path.join(tmp, "index.skr")
+    # Off for the whole call, not just new_state: a rebuild in here would
+    # embed the skills too.  (os.environ writes through to posix.environ,
+    # which retriever.settings reads.)
+    saved = os.environ.get("SKILL_RETRIEVAL_SEMANTIC")
+    os.environ["SKILL_RETRIEVAL_SEMANTIC"] = "off"
     try:
         state = runtime.new_state(roots=roots, index_path=index_path, interval=None)
         t0 = time.perf_counter()
@@ -99,5 +110,9 @@ def per_turn_latency(roots, queries, repeat=5, index_path=None):
             "load_ms": round(load_ms, 1),
         }
     finally:
+        if saved is None:
+            os.environ.pop("SKILL_RETRIEVAL_SEMANTIC", None)
+        else:
+            os.environ["SKILL_RETRIEVAL_SEMANTIC"] = saved
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
