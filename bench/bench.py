@@ -21,6 +21,7 @@ never fails on a missed budget, it reports it.
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import sys
@@ -170,9 +171,18 @@ def export_formats(index_path, cache):
     return pkl, oj
 
 
+# Session ids of this run's hook payloads: the pid and start time keep them
+# apart from an earlier run's, whose memory the state file in the cache
+# keeps for a day.
+_SESSIONS = ("bench-%d-%d-%d" % (os.getpid(), int(time.time()), n) for n in itertools.count())
+
+
 def hook_payload(q):
-    """A Claude Code UserPromptSubmit hook payload for prompt ``q``."""
-    return json.dumps({"session_id": "bench-session", "transcript_path": "/tmp/bench-transcript.jsonl",
+    """A Claude Code UserPromptSubmit hook payload for prompt ``q``, the
+    first prompt of a session of its own: with one shared session, session
+    memory (retriever/session.py) held back a skill an earlier run had
+    been given, and those runs printed nothing."""
+    return json.dumps({"session_id": next(_SESSIONS), "transcript_path": "/tmp/bench-transcript.jsonl",
                        "cwd": REPO, "permission_mode": "default",
                        "hook_event_name": "UserPromptSubmit", "prompt": q}).encode("utf-8")
 
@@ -537,7 +547,9 @@ def render(report):
                 med = hp.get("median_ms")
                 raw = hp.get("raw") if isinstance(hp.get("raw"), dict) else {}
                 extra = ", p90 %.2f ms" % (raw["p90_us"] / 1e3) if isinstance(raw.get("p90_us"), (int, float)) else ""
-                lines.append("  in-process per turn (Hermes pre_llm_call), %s: %s" % (
+                if isinstance(raw.get("injected_timed"), (int, float)):
+                    extra += ", a block in %.0f%% of turns" % (raw["injected_timed"] * 100)
+                lines.append("  in-process per turn (Hermes pre_llm_call, BM25 only), %s: %s" % (
                     hp["label"], ("median %.2f ms%s" % (med, extra)) if isinstance(med, float)
                     else hp.get("error", hp.get("raw"))))
                 lines.append("  %s: median %.2f ms, p90 %.2f ms (store.load %.2f ms)"

@@ -180,7 +180,11 @@ def freshness(row, env, rounds=3):
     from retriever import store
     index, roots = row["index"], row["roots"]
     on = {k: v for k, v in env.items() if k != "SKILL_RETRIEVAL_REVALIDATE"}
-    on["SKILL_RETRIEVAL_DECIDE"] = "off"  # a one-word query must not be abstained on
+    # The plain ranking: the decision of what to inject silences a query
+    # of one made-up word, and the loop below then waited out its 300 s
+    # in every round.  (SKILL_RETRIEVAL_MIN_SCORE, used here before, is
+    # gone since the decision replaced it.)
+    on["SKILL_RETRIEVAL_DECIDE"] = "off"
     idx = store.load(index)
     # Indexed skills only: an edit to a shadowed duplicate is never visible.
     files = [os.path.join(store.doc(idx, n)[2], "SKILL.md") for n in range(20, 20 + rounds)]

@@ -17,7 +17,8 @@ def search(index, idf, docs, header, text, k=6):
     scoring loop is the format under test; every rule around it (top-k,
     the decision) is the query and decide modules' own."""
     from retriever import decide
-    terms, (words, pasted) = query._terms({"header": header}, query.clean_query(text), None)
+    weights = {}  # a pasted block's terms count less (query.PASTED_WEIGHT), as in query.parse
+    terms, (words, pasted) = query._terms({"header": header}, query.clean_query(text), weights)
     acc = {}
     get = acc.get
     found = {}
@@ -28,8 +29,9 @@ def search(index, idf, docs, header, text, k=6):
         # decide.confidence reads idx["idf"][key] for each (key, docs): the
         # term itself is the key here.
         found[t] = (t, [d for d, _ in plist])
+        tw = weights.get(t, 1.0)
         for d, w in plist:
-            acc[d] = get(d, 0.0) + w
+            acc[d] = get(d, 0.0) + w * tw
     cands = []
     for n, s in query.top(acc, k):
         if s <= 0.0:
