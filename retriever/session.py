@@ -103,9 +103,11 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
             return None
     prune(sessions, now)
     key = _key(runner, session_id, agent_id)
-    entry = sessions.get(key)
+    entry = _clean(sessions.get(key))
     if entry is None:
-        entry = {"t": now, "n": 0, "g": [], "l": [], "x": None}
+        entry = {"t": now, "n": 0, "g": [], "l": [], "x": None}  # stored by ``record``, if it saves
+    else:
+        sessions[key] = entry  # the checked copy, in place of what was read
     entry["n"] += 1
     return {"key": key, "entry": entry, "sessions": sessions, "path": path, "writable": writable,
             "now": now, "ranking": ranking or "", "transcript": transcript if isinstance(transcript, str) else None,
@@ -222,10 +224,14 @@ def load(path, now):
     sessions = {}
     found = doc.get("sessions") if isinstance(doc, dict) and doc.get("v") == 1 else None
     if isinstance(found, dict):
+        # Only the prompt's own session is read past its clock, so only it
+        # is checked whole (``begin``: ``_clean``); the others need a valid
+        # "t" for ``prune`` and are written back as they were.  Checking
+        # all of them was 40% of a prompt's memory cost with a full file.
         for key, raw_entry in found.items():
-            entry = _clean(raw_entry)
-            if entry is not None:
-                sessions[key] = entry
+            t = raw_entry.get("t") if isinstance(raw_entry, dict) else None
+            if isinstance(t, (int, float)):
+                sessions[key] = raw_entry
     return sessions, True
 
 

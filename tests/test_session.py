@@ -322,6 +322,25 @@ def test_a_damaged_state_file_is_started_over(hook, cli_env, content):
     assert json.loads(f.read_text())["v"] == 1
 
 
+def test_a_damaged_entry_of_this_session_starts_it_over_and_others_keep_theirs(tmp_path):
+    # Only the prompt's own session is checked whole when the file is
+    # read; a damaged entry there must still start that session over.
+    path = tmp_path / "sessions.json"
+    now = time.time()
+    r = [{"id": "pdf", "name": "pdf", "path": "/p", "score": 1.0}]
+    session.record(session.begin("other", "claude-code", path=str(path), now=now - 5), r)
+    doc = json.loads(path.read_text())
+    mine = session._key("claude-code", "mine", None)
+    doc["sessions"][mine] = {"t": now - 1, "n": "two", "g": [[1, "pdf", "x", 7]], "l": {}}
+    path.write_text(json.dumps(doc))
+    memo = session.begin("mine", "claude-code", path=str(path), now=now)
+    assert memo["entry"]["n"] == 1 and memo["entry"]["g"] == []
+    assert session.filter(memo, r) == r
+    session.record(memo, r)
+    assert json.loads(path.read_text())["sessions"][mine]["g"] == [[1, "pdf", 1.0, ""]]
+    assert session.filter(session.begin("other", "claude-code", path=str(path), now=now + 1), r) == []
+
+
 def test_a_symlinked_state_file_is_ignored_and_left_alone(hook, cli_env, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
