@@ -66,6 +66,13 @@ class NotAFile(Unchanged):
     reading a FIFO would wait forever, so it is never opened."""
 
 
+def _kind(mode):
+    # What a path that is not a regular file is, in words.
+    import stat
+    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "a device")
+
+
 def refuse_special(path):
     """NotAFile when ``path`` exists (through links) and is not a regular file."""
     import stat
@@ -74,9 +81,7 @@ def refuse_special(path):
     except FileNotFoundError:
         return
     if not stat.S_ISREG(mode):
-        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
-                "a socket" if stat.S_ISSOCK(mode) else "a device")
-        raise NotAFile("%s is %s, not a file; left unchanged" % (path, kind))
+        raise NotAFile("%s is %s, not a file; left unchanged" % (path, _kind(mode)))
 
 
 def refuse_read_only(path):
@@ -91,16 +96,35 @@ def refuse_read_only(path):
                        "to change it" % (path, mode & 0o7777))
 
 
+def _record(name):
+    # (the record as a dict, or {}; one line naming the problem, or None).
+    import json
+    path = os.path.join(state_dir(), name)
+    try:
+        text = read_text(path)
+        data = json.loads(text) if text is not None else {}
+    except Unreadable as exc:
+        return {}, str(exc)
+    except ValueError as exc:
+        return {}, "%s is not valid JSON (%s)" % (path, exc)
+    if not isinstance(data, dict):
+        return {}, "%s does not hold a JSON object" % path
+    return data, None
+
+
 def load_record(name):
     """One of our JSON records in the state folder (``created.json``,
-    ``listing.json`` ...): a dict, {} when missing or bad."""
-    import json
-    try:
-        with open(os.path.join(state_dir(), name), encoding="utf-8") as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    ``listing.json`` ...): a dict, {} when missing or bad (a FIFO put in
+    its place is never opened for reading, so nothing waits on it)."""
+    return _record(name)[0]
+
+
+def record_problem(name):
+    """One line naming the record ``name`` and what is wrong with it (not
+    a file, unreadable, not UTF-8, not a JSON object), or None when it is
+    fine or missing.  For doctor: a damaged record reads as empty, so
+    what install did looks like the user's own doing."""
+    return _record(name)[1]
 
 
 def save_record(name, data):
@@ -256,6 +280,39 @@ def read_bytes(path):
             return f.read()
     finally:
         os.close(fd)
+
+
+class Unreadable(Unchanged):
+    """A file that is there but cannot be read as text: a FIFO, a folder,
+    a device or a socket, a symlink loop, no permission, or bytes that are
+    not UTF-8.  The message is one line naming the file."""
+
+
+def read_text(path, errors="strict"):
+    """The text of ``path`` (through a symlink), for looking only: None
+    when there is no file (a dangling link included); Unreadable, with one
+    line naming it, for anything that cannot be read as UTF-8 text
+    (``errors="replace"``: any bytes of a regular file will do, for a file
+    that may be a program).  Never blocks: a FIFO is refused before it is
+    opened for reading.  A BOM is dropped.  The one reader of a runner's
+    files and of our records for the read-only commands (doctor, tokens,
+    status)."""
+    try:
+        raw = read_bytes(path)
+    except NotAFile:
+        try:
+            kind = _kind(os.stat(path).st_mode)
+        except OSError:
+            kind = "not a file"
+        raise Unreadable("%s is %s, not a file" % (path, kind)) from None
+    except OSError as exc:
+        raise Unreadable("cannot read %s (%s)" % (path, exc.strerror or exc)) from None
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8-sig", errors)
+    except UnicodeDecodeError as exc:
+        raise Unreadable("%s is not UTF-8 text (at byte %d)" % (path, exc.start)) from None
 
 
 # ---------------------------------------------------- read-modify-write

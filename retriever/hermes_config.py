@@ -21,15 +21,17 @@ def _parse_yaml(text):
 
 def load(hermes_home, warn=None):
     """Return the parsed config.yaml as a dict ({} when absent or invalid)."""
+    from retriever import fileutil
     path = config_path(hermes_home)
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            text = f.read()
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
+        # Never blocks on a FIFO; a folder, a link loop or non-UTF-8 bytes
+        # are one warning naming the file.
+        text = fileutil.read_text(path)
+    except fileutil.Unreadable as exc:
         if warn:
-            warn("%s: cannot read (%s)" % (path, exc.strerror or exc))
+            warn("%s; ignoring it" % exc)
+        return {}
+    if text is None:
         return {}
     try:
         data = _parse_yaml(text)

@@ -45,18 +45,25 @@ def isdir(p):
 
 
 def read_bytes(path):
-    """The whole of a small file, or None when it cannot be opened."""
+    """The whole of a small regular file, or None when it cannot be read.
+    Opened without blocking and only read when it is a regular file: a
+    FIFO or a folder put where a settings file goes must not hang or crash
+    every query and hook (they treat it as absent)."""
     try:
-        fd = posix.open(path, posix.O_RDONLY)
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_CLOEXEC)
     except OSError:
         return None
     try:
+        if posix.fstat(fd).st_mode & 0o170000 != 0o100000:
+            return None
         chunks = []
         while True:
             b = posix.read(fd, 1 << 16)
             if not b:
                 break
             chunks.append(b)
+    except OSError:
+        return None
     finally:
         posix.close(fd)
     return b"".join(chunks)

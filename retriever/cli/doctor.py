@@ -294,10 +294,10 @@ def _claude_plugin_hook(report, info):
         hooks_file = os.path.join(path, "hooks", "hooks.json")
         if name != "skill-retrieval" or not os.path.isfile(hooks_file):
             continue
+        from retriever import fileutil
         try:
-            with open(hooks_file, encoding="utf-8") as f:
-                cmds = _our_commands(json.load(f), "claude-code")
-        except (OSError, ValueError):
+            cmds = _our_commands(json.loads(fileutil.read_text(hooks_file) or "{}"), "claude-code")
+        except (fileutil.Unreadable, ValueError):
             cmds = []
         if cmds:
             info.update(installed=True, enabled=True, state="installed (plugin %s)" % key, settings=hooks_file)
@@ -320,23 +320,18 @@ def check_json_runner(report, runner, path=None):
 def _check_settings_hook(report, runner, path=None):
     path = path or install.settings_path(runner)
     info = {"runner": runner, "settings": path, "installed": False, "enabled": False}
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        info["state"] = "not installed"
-        return info
-    except OSError as exc:
-        info["state"] = "unreadable"
-        _finding(report, "error", "%s: cannot read %s (%s)" % (runner, path, exc.strerror or exc),
-                 "chmod u+r %s" % shlex.quote(path))
+    text = _read(report, runner, path, info)
+    if text is None:
         return info
     try:
-        data = install.parse_settings(raw.decode("utf-8-sig"), path)
-    except (install.Refused, UnicodeDecodeError) as exc:
+        data = install.parse_settings(text, path)
+    except install.Refused as exc:
         info["state"] = "broken settings"
-        _finding(report, "error", "%s settings file %s is not valid JSON: %s cannot read it, so no hook "
-                 "runs" % (runner, path, runner),
+        # The parser's own words: "not valid JSON (where)", or valid JSON
+        # that is no object (a list, a string).
+        why = str(exc).split("; ")[0]
+        _finding(report, "error", "%s settings file: %s: %s cannot read it, so no hook runs"
+                 % (runner, why, runner),
                  "fix the JSON (`%s -m json.tool %s` shows where), then `skill-retrieve install %s`"
                  % (sys.executable, shlex.quote(path), runner))
         info["error"] = str(exc)
@@ -362,16 +357,33 @@ def _check_settings_hook(report, runner, path=None):
     return info
 
 
+def _read(report, runner, path, info, errors="strict"):
+    """The text of a runner's file ``path`` for doctor, or None: absent
+    (``info`` says "not installed"), or unreadable (a FIFO, a folder, a
+    symlink loop, no permission, not UTF-8: "unreadable" and one error
+    naming the file).  ``fileutil.read_text`` never blocks."""
+    from retriever import fileutil
+    try:
+        text = fileutil.read_text(path, errors)
+    except fileutil.Unreadable as exc:
+        info["state"] = "unreadable"
+        _finding(report, "error", "%s: %s, so %s cannot use it" % (runner, exc, runner),
+                 "chmod u+r %s" % shlex.quote(path) if os.path.isfile(path) and not os.access(path, os.R_OK)
+                 else "move it away, then `skill-retrieve install %s`" % runner)
+        return None
+    if text is None:
+        info["state"] = "not installed"
+    return text
+
+
 def check_script(report, runner, path=None):
     """A runner that runs or loads a file of ours (Cline: an executable
     named UserPromptSubmit; OpenCode: a JS plugin), the user's or ``path``."""
     path = path or install.settings_path(runner)
     info = {"runner": runner, "settings": path, "installed": False, "enabled": False}
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        info["state"] = "not installed"
+    # Any bytes: the file may be the user's own program (Cline runs it).
+    text = _read(report, runner, path, info, errors="replace")
+    if text is None:
         return info
     if not install.is_ours(text, runner):
         info["state"] = "not installed (another file is there)"
@@ -584,6 +596,26 @@ def _names_only(report, info, cwd):
         _finding(report, "warn", "%s: names-only cannot be checked: %s" % (r, st["note"]))
 
 
+def _records(report):
+    """Our own files: the roots file, and the records of what install
+    changed (a damaged one reads as empty: uninstall then leaves our
+    entries, and doctor calls them the user's).  Each unreadable one is
+    named in one line."""
+    from retriever import fileutil, userroots
+    try:
+        fileutil.read_text(userroots.path(), errors="replace")
+    except fileutil.Unreadable as exc:
+        # Queries skip it silently (hot path): the folders named there are lost.
+        _finding(report, "warn", "%s; the folders named with `skill-retrieve roots add` are not used" % exc,
+                 "move it away, then `skill-retrieve roots add DIR` again")
+    for name in ("installed.json", "listing.json", "created.json"):
+        problem = fileutil.record_problem(name)
+        if problem:
+            _finding(report, "warn", "%s; skill-retrieve's record of what install changed is ignored, so "
+                     "uninstall may leave entries of ours behind" % problem,
+                     "move it away; the next `skill-retrieve install RUNNER` writes it again")
+
+
 def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, project=None):
     """Run every check; returns the report dict (``healthy``, ``roots``,
     ``indexes``, ``runners``, ``probes``, ``findings``).  Project-level
@@ -610,6 +642,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
     installed = [i for i in report["runners"] if i["installed"]]
     for info in installed:
         _names_only(report, info, cwd)
+    _records(report)
     if runner != "all" and not installed:
         _finding(report, "error", "%s: skill-retrieve is not installed" % runner,
                  "skill-retrieve install %s" % runner)

@@ -27,6 +27,12 @@ def run(args):
             sys.stderr.write("skill-retrieve: roots: list takes no folders (did you mean roots add?)\n")
             return 2
         env, file = userroots.from_env(), userroots.from_file()
+        from retriever import fileutil
+        try:
+            fileutil.read_text(userroots.path(), errors="replace")
+        except fileutil.Unreadable as exc:
+            # Queries and hooks skip it silently (hot path); the listing says why.
+            sys.stderr.write("skill-retrieve: warning: %s; no folders are read from it\n" % exc)
         for p in env:
             out.write("%s  (SKILL_RETRIEVAL_ROOTS)%s\n" % (p, "" if os.path.isdir(p) else "  missing"))
         for p in file:

@@ -95,8 +95,10 @@ def _decode(raw, path):
 
 def _read(path):
     """The text of ``path`` (None: no file), for looking only (doctor,
-    tokens); NotAFile for a FIFO or a folder, which is never opened."""
-    return _decode(fileutil.read_bytes(path), path)
+    tokens): ``fileutil.read_text``, so a FIFO, a folder, a symlink loop,
+    an unreadable or non-UTF-8 file raises Unreadable with one line
+    naming it, and nothing blocks."""
+    return fileutil.read_text(path)
 
 
 def _write(path, plan, out, dry_run, wait=None):
@@ -824,21 +826,21 @@ def status(runner, cwd=None, project=None):
     """For doctor: ``{"state": "on"|"off"|"user"|"broken", "file", "covered",
     "full": [(name, reason)], "note"}``."""
     from retriever.runners import install as inst
-    if runner == "cline":
-        path = cline_plugin_path(project)
-        text = _read(path)
-        ok = bool(text) and CLINE_MARK in text
-        return {"runner": runner, "file": path, "state": "native", "covered": 0, "full": [],
-                "note": "the Cline CLI gets the block through this plugin" if ok else
-                        "no plugin: the Cline CLI never reads the hook file (skill-retrieve install cline)"}
-    path = target(runner, project)
+    path = cline_plugin_path(project) if runner == "cline" else target(runner, project)
     out = {"runner": runner, "file": path, "state": "off", "covered": 0, "full": [], "note": ""}
     try:
+        # Every runner's file is read here, the one way (never blocks, one
+        # line naming the file when it cannot be read).
         text = _read(path)
-        names, full = covered(runner, cwd) if runner != "opencode" or text else ([], [])
-    except (Refused, fileutil.Unchanged) as exc:
+    except fileutil.Unreadable as exc:
         out.update(state="broken", note=str(exc))
         return out
+    if runner == "cline":
+        ok = bool(text) and CLINE_MARK in text
+        out.update(state="native", note="the Cline CLI gets the block through this plugin" if ok else
+                   "no plugin: the Cline CLI never reads the hook file (skill-retrieve install cline)")
+        return out
+    names, full = covered(runner, cwd) if runner != "opencode" or text else ([], [])
     if runner == "claude-code":
         try:
             data = inst.parse_settings(text or "", path)
@@ -928,9 +930,16 @@ CODEX_WINDOW = 272000         # Codex's fallback model metadata
 CHARS_PER_TOKEN = 4
 
 
+def _number(value, default, kind=(int, float)):
+    # A positive number of the right kind from settings, else the default:
+    # a string or a list there must not make the estimate crash.
+    ok = isinstance(value, kind) and not isinstance(value, bool) and value > 0
+    return value if ok else default
+
+
 def _claude_cost(covered_recs, other_recs, settings, window):
-    cap = settings.get("skillListingMaxDescChars") or CLAUDE_DESC_MAX
-    frac = settings.get("skillListingBudgetFraction") or CLAUDE_FRACTION
+    cap = _number(settings.get("skillListingMaxDescChars"), CLAUDE_DESC_MAX, int)
+    frac = _number(settings.get("skillListingBudgetFraction"), CLAUDE_FRACTION)
     budget = int((window or CLAUDE_WINDOW) * CHARS_PER_TOKEN * frac)
 
     def fit(entries):
@@ -1003,8 +1012,8 @@ def listing_cost(runner, cwd=None, window=None):
         from retriever.runners import install as inst
         try:
             settings = inst.parse_settings(_read(_claude_path()) or "", _claude_path())
-        except Exception:
-            settings = {}
+        except (Refused, fileutil.Unchanged):
+            settings = {}  # doctor names the file; the cost uses Claude Code's defaults
         cost = _claude_cost(recs, other_recs, settings, window)
     elif runner == "codex":
         cost = _codex_cost(recs, window)
