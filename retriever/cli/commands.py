@@ -71,9 +71,29 @@ def _add_query_args(p):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        # One line, exit 2: the contract other tools rely on.
-        sys.stderr.write("%s: error: %s (see %s --help)\n" % (PROG, message, PROG))
+        # One line, exit 2: the contract other tools rely on.  The help
+        # named is the subcommand's (its prog), where its flags are listed.
+        sys.stderr.write("%s: error: %s (see %s --help)\n" % (PROG, message, self.prog))
         sys.exit(2)
+
+    def _check_value(self, action, value):
+        # argparse's own message lists the choices; a near miss ("claud-code",
+        # "gemini-cli") also gets the one it most likely meant.
+        if action.choices is not None and value not in action.choices:
+            from retriever.cli import did_you_mean
+            raise argparse.ArgumentError(action, "invalid choice: %r%s (choose from %s)" % (
+                value, did_you_mean(value, action.choices), ", ".join(repr(str(c)) for c in action.choices)))
+        super()._check_value(action, value)
+
+    def unknown_options(self, bad):
+        """Exit 2 naming the options in ``bad`` that this parser does not
+        know, with the flag a single one most likely meant."""
+        from retriever.cli import did_you_mean
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        if self.prog == PROG + " query":
+            known += ["--help", "--version"]  # a query is the bare command: its flags are these too
+        hint = did_you_mean(bad[0].partition("=")[0], known, quote=False) if len(bad) == 1 else ""
+        self.error("unrecognized option%s: %s%s" % ("s" if len(bad) > 1 else "", " ".join(bad), hint))
 
 
 def make_parser(command=None):
@@ -104,6 +124,15 @@ def make_parser(command=None):
                 module.add_arguments(p)
             except (ImportError, AttributeError):
                 p.set_defaults(_missing=True)
+    return parser
+
+
+def _subparser(parser, command):
+    # The parser of ``command`` (it knows that subcommand's flags), else
+    # the top one.
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
     return parser
 
 
@@ -210,7 +239,7 @@ def main(argv=None):
         # name only the options ("frobnicate --nope hello world").
         bad = [a for a in extra if a.startswith("-") and a != "-"]
         if bad:
-            parser.error("unrecognized option%s: %s" % ("s" if len(bad) > 1 else "", " ".join(bad)))
+            _subparser(parser, args.command).unknown_options(bad)
         if not hasattr(args, "words"):
             parser.error("unrecognized arguments: %s" % " ".join(extra))
         args.words += extra

@@ -279,8 +279,9 @@ def run_runner(args):
     """``tokens --runner R``: the runner's listing with and without names-only."""
     from retriever.runners import listing
     if args.runner not in listing.RUNNERS:
-        sys.stderr.write("skill-retrieve: --runner must be one of: %s (got %r)\n"
-                         % (", ".join(listing.RUNNERS), args.runner))
+        from retriever.cli import did_you_mean
+        sys.stderr.write("skill-retrieve: error: --runner must be one of: %s (got %r)%s\n"
+                         % (", ".join(listing.RUNNERS), args.runner, did_you_mean(args.runner, listing.RUNNERS)))
         return 2
     c = listing.listing_cost(args.runner, window=args.window)
     if args.format == "json":

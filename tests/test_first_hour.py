@@ -1,0 +1,74 @@
+"""The first hour with skill-retrieve: everyday mistakes a newcomer makes.
+
+Each test is a surprise found by using the CLI as a new user does (in a
+clean HOME): a typo in a flag or a runner's name, a file where a folder
+belongs, a setting with a bad value, an install then an uninstall.  The
+rule every one of them holds: one clear line naming the value and the
+problem (with "did you mean" where it fits), exit 2, no traceback, and
+nothing of the user's changed.
+"""
+
+import os
+
+import pytest
+
+from conftest import assert_clean, make_skill
+
+
+def _skills(root):
+    make_skill(root, "testing/flaky-test-triage", {
+        "name": "flaky-test-triage", "description": "Diagnose and fix flaky tests that fail intermittently"})
+    make_skill(root, "devops/kubernetes-certs", {
+        "name": "kubernetes-certs", "description": "Rotate the TLS certificates of a Kubernetes control plane"})
+    return root
+
+
+# ------------------------------------------------ 1. did you mean, for flags
+
+
+@pytest.mark.parametrize("args, meant, helpcmd", [
+    (["--formt", "json", "fix", "a", "test"], "--format", "skill-retrieve query"),
+    (["build", "--rot", "DIR"], "--root", "skill-retrieve build"),
+    (["doctor", "--runer", "codex"], "--runner", "skill-retrieve doctor"),
+    (["serve", "--stp"], "--stop", "skill-retrieve serve"),
+    (["install", "codex", "--dryrun"], "--dry-run", "skill-retrieve install"),
+])
+def test_a_mistyped_option_gets_did_you_mean(cli, args, meant, helpcmd):
+    proc = cli(*args)
+    assert_clean(proc, 2)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "did you mean %s?" % meant in lines[0]
+    assert "(see %s --help)" % helpcmd in lines[0]
+
+
+@pytest.mark.parametrize("args, meant", [
+    (["install", "claud-code"], "claude-code"),
+    (["install", "claude"], "claude-code"),
+    (["install", "gemini-cli", "--dry-run"], "gemini"),
+    (["uninstall", "codx"], "codex"),
+    (["roots", "ad", "DIR"], "add"),
+    (["doctor", "--runner", "opencod"], "opencode"),
+    (["sync", "claude"], "claude-code"),
+])
+def test_a_mistyped_choice_gets_did_you_mean(cli, args, meant):
+    proc = cli(*args)
+    assert_clean(proc, 2)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "did you mean '%s'?" % meant in lines[0]
+
+
+def test_a_choice_far_from_every_name_gets_the_list_not_a_guess(cli):
+    proc = cli("install", "vscode")
+    assert_clean(proc, 2)
+    assert "did you mean" not in proc.stderr
+    assert "'claude-code'" in proc.stderr and "'vscode'" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["--runner", "claud-code", "fix"], ["tokens", "--runner", "codx"]])
+def test_a_mistyped_runner_flag_gets_did_you_mean(cli, args):
+    proc = cli(*args)
+    assert_clean(proc, 2)
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "did you mean '%s'?" % ("claude-code" if "claud-code" in args else "codex") in proc.stderr
