@@ -72,3 +72,56 @@ def test_a_mistyped_runner_flag_gets_did_you_mean(cli, args):
     assert_clean(proc, 2)
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "did you mean '%s'?" % ("claude-code" if "claud-code" in args else "codex") in proc.stderr
+
+
+# ------------------------------------- 2. a file where a folder belongs
+
+
+def test_a_file_given_as_root_is_called_a_file_not_missing(cli, tmp_path):
+    """``--root ~/skills/pdf/SKILL.md`` exists: "no such folder" sent the
+    user looking for a typo that is not there."""
+    root = _skills(tmp_path / "skills")
+    md = root / "testing" / "flaky-test-triage" / "SKILL.md"
+    for args, code in ((["--root", md, "fix", "a", "flaky", "test"], 2),
+                       (["explain", "--root", md, "fix", "a", "flaky", "test"], 2),
+                       (["tokens", "--root", md], 2),
+                       (["roots", "add", md], 2),
+                       (["build", "--root", md], 1)):
+        proc = cli(*args)
+        assert_clean(proc, code)
+        assert "%s: a file, not a folder" % md in proc.stderr, (args, proc.stderr)
+        assert "no such folder" not in proc.stderr, (args, proc.stderr)
+        assert proc.stdout == "", (args, proc.stdout)
+    assert cli("roots", "list").stdout.startswith("no folders named")
+
+
+@pytest.mark.parametrize("command", ["explain", "tokens"])
+def test_explain_and_tokens_refuse_missing_roots_as_a_query_does(cli, tmp_path, command):
+    """A query over only missing --root folders exits 2 with one line;
+    explain went on over an empty index and tokens said "pass --root DIR"
+    to someone who had."""
+    typo = tmp_path / "skils"
+    proc = cli(command, "--root", typo, *(["fix", "a", "test"] if command == "explain" else []))
+    assert_clean(proc, 2)
+    assert proc.stderr == "skill-retrieve: error: %s: no such folder; nothing searched\n" % typo
+    assert proc.stdout == ""
+
+
+# ------------------------------------------------ 3. tokens --queries FILE
+
+
+@pytest.mark.parametrize("what", ["missing", "folder", "binary"])
+def test_tokens_queries_that_cannot_be_read_get_one_line(cli, tmp_path, what):
+    root = _skills(tmp_path / "skills")
+    path = tmp_path / "queries.txt"
+    if what == "folder":
+        path.mkdir()
+    elif what == "binary":
+        path.write_bytes(b"\xff\xfe fix a test\n\x80\x81\n")
+    proc = cli("tokens", "--root", root, "--queries", path)
+    if what == "binary":  # undecodable bytes are replaced, as in a query
+        assert_clean(proc)
+        return
+    assert_clean(proc, 2)
+    assert proc.stderr.startswith("skill-retrieve: error: --queries %s: " % path), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and "Error" not in proc.stderr, proc.stderr

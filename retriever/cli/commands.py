@@ -144,7 +144,7 @@ def run_build(args):
     scope = build.resolve(args.root or None, platform, warn=build.stderr_warn)
     path = service.index_path({"index": args.index, "roots": args.root, "platform": platform})
     for folder in scope["missing"]:
-        sys.stderr.write("skill-retrieve: warning: %s: no such folder\n" % folder)
+        sys.stderr.write("skill-retrieve: warning: %s: %s\n" % (folder, locate.not_a_folder(folder)))
     if args.root and len(scope["missing"]) == len(scope["roots"]):
         # A typo must not look like an empty library.
         sys.stderr.write("skill-retrieve: error: none of the --root folders exists; nothing built\n")
