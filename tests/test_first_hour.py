@@ -125,3 +125,24 @@ def test_tokens_queries_that_cannot_be_read_get_one_line(cli, tmp_path, what):
     assert_clean(proc, 2)
     assert proc.stderr.startswith("skill-retrieve: error: --queries %s: " % path), proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and "Error" not in proc.stderr, proc.stderr
+
+
+# ----------------------------------------- 4. a bad setting names its default
+
+
+@pytest.mark.parametrize("name, raw, default", [
+    ("SKILL_RETRIEVAL_DECIDE", "maybe", "on"),
+    ("SKILL_RETRIEVAL_REVALIDATE", "soon", "2"),
+    ("SKILL_RETRIEVAL_INJECT_K", "abc", "TOP_K"),
+    ("SKILL_RETRIEVAL_INJECT_K", "-1", "TOP_K"),
+])
+def test_a_bad_setting_says_the_default_it_uses_as_the_docs_write_it(cli, tmp_path, name, raw, default):
+    """"using True" / "using 2.0" was Python talking; --help and
+    docs/configuration.md call these defaults on, 2, TOP_K.  (Not
+    SKILL_RETRIEVAL_SEMANTIC: its default, on, would start a helper.)"""
+    root = _skills(tmp_path / "skills")
+    proc = cli("--root", root, "fix", "a", "flaky", "test", env={name: raw})
+    assert_clean(proc)
+    assert "ignoring %s=%r (" % (name, raw) in proc.stderr
+    assert "); using %s\n" % default in proc.stderr, proc.stderr
+    assert "flaky-test-triage" in proc.stdout
