@@ -146,3 +146,38 @@ def test_a_bad_setting_says_the_default_it_uses_as_the_docs_write_it(cli, tmp_pa
     assert "ignoring %s=%r (" % (name, raw) in proc.stderr
     assert "); using %s\n" % default in proc.stderr, proc.stderr
     assert "flaky-test-triage" in proc.stdout
+
+
+# ------------------------------------ 5. uninstall hermes leaves no folders
+
+
+def _tree(folder):
+    return sorted(os.path.relpath(os.path.join(d, n), folder)
+                  for d, dirs, files in os.walk(folder) for n in dirs + files)
+
+
+@pytest.mark.parametrize("had_hermes", [False, True])
+def test_uninstall_hermes_removes_the_folders_install_made(cli, cli_env, had_hermes):
+    """install made ~/.hermes/plugins (and ~/.hermes); uninstall left them."""
+    home = cli_env["HOME"]
+    if had_hermes:
+        os.makedirs(os.path.join(home, ".hermes"))
+        with open(os.path.join(home, ".hermes", "config.yaml"), "w") as f:
+            f.write("model:\n  default: foo  # mine\n")
+    before = _tree(home)
+    assert_clean(cli("install", "hermes"))
+    assert os.path.islink(os.path.join(home, ".hermes", "plugins", "skill-retrieval"))
+    assert_clean(cli("uninstall", "hermes"))
+    assert _tree(home) == before
+    if had_hermes:
+        with open(os.path.join(home, ".hermes", "config.yaml")) as f:
+            assert f.read() == "model:\n  default: foo  # mine\n"
+
+
+def test_uninstall_hermes_keeps_a_plugins_folder_that_holds_others(cli, cli_env):
+    home = cli_env["HOME"]
+    assert_clean(cli("install", "hermes"))
+    other = os.path.join(home, ".hermes", "plugins", "other")
+    os.makedirs(other)
+    assert_clean(cli("uninstall", "hermes"))
+    assert os.path.isdir(other)
