@@ -181,3 +181,27 @@ def test_uninstall_hermes_keeps_a_plugins_folder_that_holds_others(cli, cli_env)
     os.makedirs(other)
     assert_clean(cli("uninstall", "hermes"))
     assert os.path.isdir(other)
+
+
+# ---------------------------------------- 6. install --project with a typo
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "codex", "opencode"])
+@pytest.mark.parametrize("what", ["missing", "file"])
+def test_install_project_must_name_an_existing_folder(cli, tmp_path, runner, what):
+    """`install --project ~/src/ap` (a typo) made ~/src/ap/.claude/... out
+    of nothing; a file there gave "cannot update ...: Not a directory",
+    exit 1."""
+    project = tmp_path / "src" / "ap"
+    if what == "file":
+        project.parent.mkdir(parents=True)
+        project.write_text("not a folder\n")
+    for args in (["install", runner, "--project", project],
+                 ["install", runner, "--project", project, "--dry-run"],
+                 ["uninstall", runner, "--project", project]):
+        proc = cli(*args)
+        assert_clean(proc, 2)
+        assert proc.stderr.startswith("skill-retrieve: error: --project %s: " % project), proc.stderr
+        assert len(proc.stderr.splitlines()) == 1 and proc.stdout == "", (proc.stdout, proc.stderr)
+    assert os.path.exists(project) == (what == "file")
+    assert not os.path.isdir(project)
