@@ -205,3 +205,18 @@ def test_install_project_must_name_an_existing_folder(cli, tmp_path, runner, wha
         assert len(proc.stderr.splitlines()) == 1 and proc.stdout == "", (proc.stdout, proc.stderr)
     assert os.path.exists(project) == (what == "file")
     assert not os.path.isdir(project)
+
+
+# ------------------------------------------------- 7. --help says what is
+
+
+def test_help_explains_k_without_pointing_at_text_that_is_not_there(cli):
+    """The epilog said "(the relative floor and abstention above)": no such
+    text is above it; and hook's -k said "number of skills injected",
+    though -k is a maximum everywhere."""
+    top = cli("--help").stdout
+    assert "abstention above" not in top and "SKILL_RETRIEVAL_DECIDE above" in top
+    assert "-k is a maximum" in top
+    hook = " ".join(cli("hook", "--help").stdout.split())
+    assert "number of skills injected" not in hook
+    assert "-k N most skills injected" in hook

@@ -27,8 +27,8 @@ skills, or nothing when none is relevant.
 
 EPILOG = settings.help_text() + """
 
--k is a maximum: fewer skills come back when fewer match well enough (the
-relative floor and abstention above), and none for small talk.
+-k is a maximum: the decision (SKILL_RETRIEVAL_DECIDE above) returns fewer
+skills when fewer fit, often one, and none for small talk.
 
 exit status: 0 on success (also when nothing matched), 2 on a usage error.
 """
