@@ -44,6 +44,20 @@ def isdir(p):
         return False
 
 
+def not_a_folder(p):
+    """Why ``p`` cannot be a skill folder ("no such folder", "a file, not a
+    folder ..."), or None when it is a folder (following links).  A file
+    is named as one: "no such folder" for a path that exists sends the
+    user looking for a typo that is not there."""
+    try:
+        mode = posix.stat(p).st_mode
+    except OSError:
+        return "no such folder"
+    if (mode & 0o170000) == 0o040000:
+        return None
+    return "a file, not a folder (give the folder that holds your skill folders)"
+
+
 def read_bytes(path):
     """The whole of a small regular file, or None when it cannot be read.
     Opened without blocking and only read when it is a regular file: a

@@ -135,7 +135,7 @@ def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, herme
     store.write_target(path)  # a path that is not ours is refused before any notice
     if not quiet:
         for folder in scope["missing"]:
-            warn("warning: %s: no such folder" % folder)
+            warn("warning: %s: %s" % (folder, locate.not_a_folder(folder)))
         # One line whose first half comes before the build, which can take
         # seconds: a first query over a large library is not silent.
         sys.stderr.write("skill-retrieve: index %s %s; building it first ..." % (path, reason))
@@ -402,11 +402,12 @@ def check_roots(roots):
     """The usage error for ``--root`` folders of which none exists, else
     None.  A query over them would find nothing and cache an empty index
     for a typo; ``build`` refuses them too."""
-    missing = [r for r in roots if not locate.isdir(locate.abspath(r))]
-    if not missing or len(missing) < len(roots):
+    why = [(r, locate.not_a_folder(locate.abspath(r))) for r in roots]
+    bad = ["%s: %s" % (r, w) for r, w in why if w]
+    if not bad or len(bad) < len(roots):
         return None
-    return "%s: no such folder; nothing searched" % ", ".join(missing) if len(missing) == 1 else \
-        "none of the --root folders exists (%s); nothing searched" % ", ".join(missing)
+    return "%s; nothing searched" % bad[0] if len(bad) == 1 else \
+        "none of the --root folders exists (%s); nothing searched" % ", ".join(bad)
 
 
 def query_text(words):

@@ -145,8 +145,9 @@ def get(name, warn=None, raw=None):
         key = (name, raw)
         if key not in _warned:
             _warned.add(key)
-            (warn or _stderr)("ignoring %s=%r (%s); using %s"
-                              % (name, raw[:40], exc, TABLE[name][4] if default is None else default))
+            # The default as --help and docs/configuration.md write it
+            # ("on", "2", "TOP_K"), not as Python prints it ("True", "2.0").
+            (warn or _stderr)("ignoring %s=%r (%s); using %s" % (name, raw[:40], exc, TABLE[name][4]))
         return default
 
 

@@ -252,8 +252,9 @@ def test_k_is_documented_as_a_maximum(cli):
 def test_an_unknown_option_is_named_alone_not_with_the_query_words(cli):
     proc = cli("frobnicate", "--nope", "hello", "world")
     assert_clean(proc, 2)
+    # The help named is the query's: it lists the flags a query takes.
     assert proc.stderr == ("skill-retrieve: error: unrecognized option: --nope "
-                           "(see skill-retrieve --help)\n")
+                           "(see skill-retrieve query --help)\n")
 
 
 def test_build_on_missing_folders_fails_and_writes_nothing(cli, tmp_path):

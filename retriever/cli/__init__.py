@@ -26,6 +26,28 @@ SUBCOMMANDS = {
 }
 
 
+def did_you_mean(word, names, quote=True):
+    """``; did you mean 'NAME'?`` for the one of ``names`` that ``word`` is
+    most likely a typo of, else "".  Only error paths call it.
+
+    A name that begins with the word or that the word begins with counts
+    ("claude" for claude-code, "gemini-cli" for gemini: how people call the
+    runners), then a close spelling; a word far from every name gets no
+    guess, since a wrong guess misleads more than the list does."""
+    names = [str(n) for n in names]
+    meant = None
+    if len(word) >= 3:
+        starts = [n for n in names if n.startswith(word) or word.startswith(n)]
+        meant = starts[0] if len(starts) == 1 else None
+    if meant is None:
+        import difflib
+        close = difflib.get_close_matches(word, names, 1, 0.75)
+        meant = close[0] if close else None
+    if meant is None:
+        return ""
+    return "; did you mean %s?" % ("'%s'" % meant if quote else meant)
+
+
 def self_command():
     """How to run this program again on this machine, for the fix lines we
     print: ``skill-retrieve`` when that name on PATH is this program, else

@@ -27,8 +27,8 @@ skills, or nothing when none is relevant.
 
 EPILOG = settings.help_text() + """
 
--k is a maximum: fewer skills come back when fewer match well enough (the
-relative floor and abstention above), and none for small talk.
+-k is a maximum: the decision (SKILL_RETRIEVAL_DECIDE above) returns fewer
+skills when fewer fit, often one, and none for small talk.
 
 exit status: 0 on success (also when nothing matched), 2 on a usage error.
 """
@@ -71,9 +71,29 @@ def _add_query_args(p):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        # One line, exit 2: the contract other tools rely on.
-        sys.stderr.write("%s: error: %s (see %s --help)\n" % (PROG, message, PROG))
+        # One line, exit 2: the contract other tools rely on.  The help
+        # named is the subcommand's (its prog), where its flags are listed.
+        sys.stderr.write("%s: error: %s (see %s --help)\n" % (PROG, message, self.prog))
         sys.exit(2)
+
+    def _check_value(self, action, value):
+        # argparse's own message lists the choices; a near miss ("claud-code",
+        # "gemini-cli") also gets the one it most likely meant.
+        if action.choices is not None and value not in action.choices:
+            from retriever.cli import did_you_mean
+            raise argparse.ArgumentError(action, "invalid choice: %r%s (choose from %s)" % (
+                value, did_you_mean(value, action.choices), ", ".join(repr(str(c)) for c in action.choices)))
+        super()._check_value(action, value)
+
+    def unknown_options(self, bad):
+        """Exit 2 naming the options in ``bad`` that this parser does not
+        know, with the flag a single one most likely meant."""
+        from retriever.cli import did_you_mean
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        if self.prog == PROG + " query":
+            known += ["--help", "--version"]  # a query is the bare command: its flags are these too
+        hint = did_you_mean(bad[0].partition("=")[0], known, quote=False) if len(bad) == 1 else ""
+        self.error("unrecognized option%s: %s%s" % ("s" if len(bad) > 1 else "", " ".join(bad), hint))
 
 
 def make_parser(command=None):
@@ -107,6 +127,15 @@ def make_parser(command=None):
     return parser
 
 
+def _subparser(parser, command):
+    # The parser of ``command`` (it knows that subcommand's flags), else
+    # the top one.
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
 def run_build(args):
     """``skill-retrieve build``: index the roots and report problems."""
     from retriever import background, build, locate, progress, service
@@ -115,7 +144,7 @@ def run_build(args):
     scope = build.resolve(args.root or None, platform, warn=build.stderr_warn)
     path = service.index_path({"index": args.index, "roots": args.root, "platform": platform})
     for folder in scope["missing"]:
-        sys.stderr.write("skill-retrieve: warning: %s: no such folder\n" % folder)
+        sys.stderr.write("skill-retrieve: warning: %s: %s\n" % (folder, locate.not_a_folder(folder)))
     if args.root and len(scope["missing"]) == len(scope["roots"]):
         # A typo must not look like an empty library.
         sys.stderr.write("skill-retrieve: error: none of the --root folders exists; nothing built\n")
@@ -210,7 +239,7 @@ def main(argv=None):
         # name only the options ("frobnicate --nope hello world").
         bad = [a for a in extra if a.startswith("-") and a != "-"]
         if bad:
-            parser.error("unrecognized option%s: %s" % ("s" if len(bad) > 1 else "", " ".join(bad)))
+            _subparser(parser, args.command).unknown_options(bad)
         if not hasattr(args, "words"):
             parser.error("unrecognized arguments: %s" % " ".join(extra))
         args.words += extra

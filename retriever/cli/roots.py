@@ -51,10 +51,12 @@ def run(args):
             out.write("not in %s: %s\n" % (_home(userroots.path()), ", ".join(
                 d for d in args.dirs if os.path.abspath(os.path.expanduser(d)) not in gone)))
         return 0
-    missing = [d for d in args.dirs if not os.path.isdir(os.path.expanduser(d))]
-    if missing:
-        sys.stderr.write("skill-retrieve: roots add: %s: no such folder\n" % ", ".join(missing))
-        return 1
+    from retriever import locate
+    bad = ["%s: %s" % (d, why) for d in args.dirs for why in [locate.not_a_folder(os.path.expanduser(d))] if why]
+    if bad:
+        # A usage error: nothing is added, not even the good ones.
+        sys.stderr.write("skill-retrieve: roots add: %s\n" % ", ".join(bad))
+        return 2
     new = userroots.add(args.dirs)
     from retriever import discover
     for p in new:

@@ -143,7 +143,8 @@ def claude_listing(recs):
 def load_queries(path):
     """Queries from a file: JSONL with a ``query`` field, or one per line."""
     out = []
-    with open(path, encoding="utf-8") as f:
+    # Undecodable bytes are replaced, as in a query's stdin.
+    with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
             if not line:
@@ -279,8 +280,9 @@ def run_runner(args):
     """``tokens --runner R``: the runner's listing with and without names-only."""
     from retriever.runners import listing
     if args.runner not in listing.RUNNERS:
-        sys.stderr.write("skill-retrieve: --runner must be one of: %s (got %r)\n"
-                         % (", ".join(listing.RUNNERS), args.runner))
+        from retriever.cli import did_you_mean
+        sys.stderr.write("skill-retrieve: error: --runner must be one of: %s (got %r)%s\n"
+                         % (", ".join(listing.RUNNERS), args.runner, did_you_mean(args.runner, listing.RUNNERS)))
         return 2
     c = listing.listing_cost(args.runner, window=args.window)
     if args.format == "json":
@@ -306,10 +308,20 @@ def run_runner(args):
 
 
 def run(args):
-    """``skill-retrieve tokens``; 0, or 1 when there are no skills."""
+    """``skill-retrieve tokens``; 0, 1 when there are no skills, 2 on a usage
+    error (a --root that is no folder, a --queries file it cannot read)."""
     if getattr(args, "runner", None):
         return run_runner(args)
-    queries = load_queries(args.queries) if args.queries else None
+    from retriever import service
+    bad = service.check_roots(args.root) if args.root else None
+    if bad:  # as a query: "no skills found" would hide the typo
+        sys.stderr.write("skill-retrieve: error: %s\n" % bad)
+        return 2
+    try:
+        queries = load_queries(args.queries) if args.queries else None
+    except OSError as exc:
+        sys.stderr.write("skill-retrieve: error: --queries %s: %s\n" % (args.queries, exc.strerror or exc))
+        return 2
     if args.queries and not queries:
         sys.stderr.write("skill-retrieve: no queries in %s\n" % args.queries)
         return 1

@@ -28,6 +28,17 @@ def add_arguments(parser):
 def run(args):
     """``install`` or ``uninstall`` (from ``args.command``); returns the exit code."""
     command = getattr(args, "command", None) or "install"
+    project = getattr(args, "project", None)
+    if project:
+        import os
+        from retriever import locate
+        why = locate.not_a_folder(os.path.expanduser(project))
+        if why:
+            # A typo must not grow a new folder tree holding a settings file
+            # that no runner ever reads.
+            sys.stderr.write("skill-retrieve: error: --project %s: %s (give the project's own folder)\n"
+                             % (project, why.split(" (")[0]))
+            return 2
     if install.kind(args.runner) == "hermes":
         code = install.run(args)  # the Hermes plugin does both halves itself
         if code == 0 and command == "install" and getattr(args, "no_compact", False):

@@ -294,6 +294,9 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
         if want == data:
             return None
         notes["note"] = ""
+        exact = None if enable else _restorable(real, raw)
+        if exact is not None:
+            return exact  # the file as it was before install, byte for byte
         if not enable and fileutil.created().get(real) is not None and want in ({}, {"plugins": {"enabled": []}}):
             return fileutil.DELETE  # install created the file; nothing else was put in since
         new = _edited(text, want, name, enable)
@@ -308,12 +311,37 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
             return "%s already %s in %s" % (name, "enabled" if enable else "not enabled", config_path)
         if raw is None:
             fileutil.note_created(real, notes["made"])
-        elif new is fileutil.DELETE:
+        elif enable:
+            # What install wrote, and where the file before it is: uninstall
+            # puts that back when nobody changed the file since.
+            fileutil.note_installed(real, "hermes", {"backup": saved, "after": fileutil.digest(new)})
+        else:
+            fileutil.forget_installed(real, "hermes")
+        if new is fileutil.DELETE:
             fileutil.remove_folders(fileutil.forget_created(real))
             return "removed %s from %s, which install had created: deleted it" % (name, config_path)
     what = "enabled %s in %s" % (name, config_path) if enable else \
         "removed %s from plugins.enabled in %s" % (name, config_path)
     return what + notes["note"] + ("; backup %s" % saved if saved else "")
+
+
+def _restorable(real, raw):
+    # The config as it was before install, when uninstall can put it back
+    # exactly: the file is what install wrote (install added a
+    # ``plugins:`` section that removing our name alone would leave behind
+    # as ``enabled: []``).  Else None: our name is taken out by an edit.
+    rec = fileutil.installed(real, "hermes")
+    if not rec or not rec.get("backup") or rec.get("after") != fileutil.digest(raw):
+        return None
+    try:
+        text = fileutil.read_bytes(rec["backup"]).decode("utf-8")
+        plugins = parse_config(text.lstrip("\ufeff"), real).get("plugins")
+    except Exception:  # the backup gone, unreadable or not text: edit instead
+        return None
+    # Install also took our name out of plugins.disabled: putting that back
+    # would undo the user's own choice to enable it, so edit instead.
+    disabled = plugins.get("disabled") if isinstance(plugins, dict) else None
+    return None if isinstance(disabled, list) and PLUGIN_NAME in disabled else text
 
 
 def _edited(text, want, name, enable):
@@ -381,7 +409,13 @@ def install(hermes_home, mode="link"):
     config = os.path.join(hh, "config.yaml")
     read_config(config)  # refuse before touching anything
     src = plugin_source()
-    placed = _place(src, os.path.join(hh, "plugins", PLUGIN_NAME), mode)
+    dest = os.path.join(hh, "plugins", PLUGIN_NAME)
+    made = fileutil.missing_parents(dest)  # plugins/, and the Hermes home on a new machine
+    placed = _place(src, dest, mode)
+    if made:
+        # So uninstall can take them away again (a reinstall makes none
+        # and keeps this record).
+        fileutil.note_created(dest, made)
     enabled = set_enabled(config, True)
     return "%s; %s; restart Hermes to load it" % (placed, enabled)
 
@@ -407,5 +441,10 @@ def uninstall(hermes_home):
     else:
         removed = "no plugin at %s" % dest
     if os.path.exists(config):
-        return "%s; %s" % (removed, set_enabled(config, False))
+        removed = "%s; %s" % (removed, set_enabled(config, False))
+    if not os.path.lexists(dest):
+        # The folders install made for the plugin, while empty: after the
+        # config install created, so the Hermes home goes too when nothing
+        # else is in it.
+        fileutil.remove_folders(fileutil.forget_created(dest))
     return removed

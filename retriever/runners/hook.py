@@ -288,7 +288,8 @@ def add_arguments(parser):
                         help="skill folder (repeatable); default: the folders the runner reads")
     parser.add_argument("--index", metavar="FILE", help="index file (default: per-user cache)")
     parser.add_argument("--platform", metavar="NAME", help="Hermes platform for skills.platform_disabled")
-    parser.add_argument("-k", metavar="N", help="number of skills injected")
+    parser.add_argument("-k", metavar="N", help="most skills injected (default $SKILL_RETRIEVAL_INJECT_K "
+                        "or 6); fewer, or none, when fewer fit")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
