@@ -129,6 +129,36 @@ def _no_thread_left_behind():
             t.join(60)
 
 
+# Where the helper listens when its usual path is too long for a Unix
+# socket (semantic/client.socket_path): pytest's tmp paths are.  It is
+# shared by every test, so a helper left there would answer the next ones.
+_SHARED_SOCKET = "/tmp/skill-retrieval-%d/semantic.sock" % os.getuid()
+
+
+def _socket_stamp():
+    try:
+        st = os.lstat(_SHARED_SOCKET)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+@pytest.fixture(autouse=True)
+def _no_helper_in_the_shared_fallback():
+    """A test that turns the semantic tier on names a short folder of its
+    own for the helper (XDG_RUNTIME_DIR or SKILL_RETRIEVAL_SEMANTIC_SOCKET).
+    One that lets the helper fall back to the shared /tmp socket fails,
+    and its helper is stopped."""
+    before = _socket_stamp()
+    yield
+    after = _socket_stamp()
+    if after is not None and after != before:  # bound during this test (a stale one may lie there)
+        from retriever.semantic import client
+        client.stop_helper(_SHARED_SOCKET, 5.0)
+        pytest.fail("this test started a semantic helper at the shared %s; give it a short "
+                    "XDG_RUNTIME_DIR of its own" % _SHARED_SOCKET)
+
+
 def base_env(tmp_path):
     """A clean environment for the executable, rooted in ``tmp_path``."""
     env = _scrubbed(os.environ)
