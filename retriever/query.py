@@ -6,7 +6,7 @@ precomputed per-(term, skill) weights over the query's unique terms.
 
 from retriever.analyze import analyze
 from retriever.store import doc, find_term, postings
-from retriever.tokenize import is_cjk_token
+from retriever.tokenize import is_cjk_token, word_count
 
 # A pasted log or a whole file should not drown the request around it: keep
 # the head and the tail, where people put what they want.
@@ -50,7 +50,9 @@ def _terms(idx, text, weights):
         from retriever.message import split
         prose, pasted = split(text)
     prose = clean_query(prose)
-    shape = (len(prose.split()), bool(pasted.strip()))
+    # Words in any script: a Chinese sentence has no spaces, and is no
+    # one-word reply for that (tokenize.word_count).
+    shape = (word_count(prose), bool(pasted.strip()))
     for t in analyze(prose, opts):
         if t not in seen:
             seen[t] = None
