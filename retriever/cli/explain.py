@@ -141,13 +141,20 @@ def _decision(w, info, cands, printed, inject_k, on):
     if not cands:
         w("decision: no skill shares a word with the query or is close to it: nothing is injected\n\n")
         return
+    named = info.get("named")
     w("decision (%s model, docs/decision.md): the gate gives %.2f that this turn needs a skill "
       "(threshold %.2f): %s\n" % (info["mode"], info["gate"], info["gate_threshold"],
-                                  "the best candidate is injected" if info["passed"] else "nothing is injected"))
+                                  "the message names a skill: what it names is injected, and nothing else"
+                                  if named else "the best candidate is injected" if info["passed"]
+                                  else "nothing is injected"))
     w("  gate features: %s\n" % ", ".join("%s %.3f" % (k, v) for k, v in zip(info["gate_names"][1:],
                                                                            cands[0]["x"][1:])))
     for i, c in enumerate(cands, 1):
-        if i == 1:
+        if named:
+            verdict = ("injected (the message names it)" if c["id"] in printed else
+                       "cut: beyond the %d injected (-k or SKILL_RETRIEVAL_INJECT_K)" % inject_k if c.get("named")
+                       else "not injected (the message names another skill)")
+        elif i == 1:
             verdict = "injected" if c["id"] in printed else "not injected"
         elif not info["passed"]:
             verdict = "not injected (the gate said no skill)"
@@ -159,7 +166,7 @@ def _decision(w, info, cands, printed, inject_k, on):
         cos = "" if c.get("cos") is None else "  cosine %.3f" % c["cos"]
         w("  #%d %s (%s)  score %.3f%s  %s\n" % (i, one_line(c["name"]), one_line(c["id"]), c["score"], cos,
                                                 verdict))
-        if i > 1:
+        if i > 1 and c["x"] is not None:  # (a named skill from beyond the ranking has none)
             w("      features: %s\n" % ", ".join("%s %.3f" % (k, v) for k, v in zip(info["more_names"][1:],
                                                                                 c["x"][1:])))
     w("\n")
