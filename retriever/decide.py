@@ -191,9 +191,16 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
                        gate_threshold=model["gate_threshold"], more_threshold=model["more_threshold"],
                        gate_names=GATE_NAMES + (GATE_SEM if sem is not None else ()),
                        more_names=MORE_NAMES + (MORE_SEM if sem is not None else ()),
-                       cands=[dict(row, id=c["result"]["id"], name=c["result"]["name"], path=c["result"]["path"],
-                                   score=c["score"], cos=c.get("cos")) for row, c in zip(rows, cands + list(named))])
+                       cands=[dict(row, **_shown(c)) for row, c in zip(rows, cands + list(named))])
     return out
+
+
+def _shown(c):
+    # What explain shows of a candidate: the ranking's score, and the BM25
+    # score under it (the fused results carry it; BM25's score is its own).
+    r = c["result"]
+    return {"n": c["n"], "id": r["id"], "name": r["name"], "path": r["path"], "score": c["score"],
+            "cos": c.get("cos"), "bm25": r.get("bm25", c["score"])}
 
 
 def _cover(idx, q, c):
@@ -273,9 +280,7 @@ def plain(cands, limit, sem=None, explain=None):
     """The top ``limit`` candidates, no decision (SKILL_RETRIEVAL_DECIDE
     off, and the ranking rows of ``make eval``)."""
     if explain is not None:
-        explain.update(mode="off", cands=[{"id": c["result"]["id"], "name": c["result"]["name"],
-                                           "path": c["result"]["path"], "score": c["score"], "cos": c.get("cos"),
-                                           "inject": i < limit} for i, c in enumerate(cands)])
+        explain.update(mode="off", cands=[dict(_shown(c), inject=i < limit) for i, c in enumerate(cands)])
     return [c["result"] for c in cands[:limit]]
 
 

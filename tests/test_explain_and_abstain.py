@@ -294,3 +294,54 @@ def test_only_a_skills_identifier_forces_it_in(cli, tmp_path):
                      ("用systematic-debugging调试", True)]:
         assert decide.names(text, r) is ok, text
 
+
+def _term_sum(lines):
+    return sum(float(l.split()[1]) for l in lines)
+
+
+@pytest.mark.skipif(not __import__("retriever.semantic", fromlist=["x"]).installed(),
+                    reason="the semantic extra is not installed")
+def test_explain_with_the_tier_splits_each_bm25_score_by_term(cli, lib):
+    """With the tier, each candidate's fused score heads its block and its
+    BM25 score stands under it, split by term: the split adds up to that
+    BM25 score (the one BM25 alone prints), and ``--skill`` compares a
+    skill that is not listed with the last listed one score for score."""
+    root, index = lib
+    words = ["extract", "the", "text", "of", "my", "scanned", "pdf", "and", "clean", "the", "csv"]
+    bm25 = {r["id"]: r["score"] for r in json_results(cli("--root", root, "--index", index, "--format", "json",
+                                                          *words))}
+    assert len(bm25) >= 2
+    tier = {"SKILL_RETRIEVAL_SEMANTIC": "on", "SKILL_RETRIEVAL_DECIDE": None}
+    proc = cli("explain", "--root", root, "--index", index, *words, env=tier, timeout=300)
+    assert_clean(proc)
+    out = proc.stdout
+    assert "ranking: BM25 fused with the encoder" in out
+    blocks = re.findall(r"^#\d+ \S+ \((\S+)\)  fused score ([0-9.]+), cosine [0-9.]+  \[[a-z ]+\]\n"
+                        r"  BM25 score ([0-9.]+), by term:\n((?:    .*\n)*)", out, re.M)
+    # Every skill is a candidate (the encoder's top 10); those that share
+    # no word with the message have a BM25 score of 0, and no term.
+    assert {b[0] for b in blocks} >= set(bm25) and len(blocks) == 4
+    for sid, fused, score, terms in blocks:
+        assert float(score) == pytest.approx(bm25.get(sid, 0.0), abs=2e-3)
+        assert _term_sum(terms.splitlines()) == pytest.approx(float(score), abs=5e-3)
+        if sid in bm25:
+            assert float(fused) < 1.0 < float(score)  # a fused score is no BM25 score
+    # One listed (TOP_K 1): csv-clean is explained on request, fused score
+    # against the last listed one's fused score, BM25 against BM25.
+    proc = cli("explain", "--root", root, "--index", index, "--skill", "csv-clean", *words,
+               env=dict(tier, SKILL_RETRIEVAL_TOP_K="1"), timeout=300)
+    assert_clean(proc)
+    out = proc.stdout
+    first = re.search(r"^#1 \S+ \((\S+)\)  fused score ([0-9.]+), cosine", out, re.M)
+    line = re.search(r"^csv-clean \(data/csv-clean\) is not listed: it ranks #\d+ in the fused ranking with fused "
+                     r"score ([0-9.]+); the last listed scores ([0-9.]+)\. By BM25 alone it ranks #\d+ with BM25 "
+                     r"score ([0-9.]+); the last listed has BM25 score ([0-9.]+)\.$", out, re.M)
+    assert first and line, out
+    assert float(line.group(2)) == pytest.approx(float(first.group(2)), abs=1e-3)
+    assert float(line.group(3)) == pytest.approx(bm25["data/csv-clean"], abs=2e-3)
+    assert float(line.group(4)) == pytest.approx(bm25[first.group(1)], abs=2e-3)
+    block = out.split(line.group(0) + "\n")[1].split("\n\n")[0].splitlines()
+    assert block[0].startswith("#%s csv-clean (data/csv-clean)  fused score %s, cosine "
+                               % (re.search(r"it ranks #(\d+) in the fused", line.group(0)).group(1), line.group(1)))
+    assert block[1] == "  BM25 score %.3f, by term:" % bm25["data/csv-clean"]
+    assert _term_sum(block[2:]) == pytest.approx(bm25["data/csv-clean"], abs=5e-3)
