@@ -256,16 +256,19 @@ def identifiers(text):
     if "-" not in text and "_" not in text:
         return []
     out = {}
-    word = []
-    for ch in text + " ":
-        if _wordy(ch):
-            word.append(ch)
-            continue
-        if word:
-            w = "".join(word)
-            if ("-" in w or "_" in w) and identifier(w):
-                out[w] = None
-            word = []
+    for chunk in text.split():
+        if "-" not in chunk and "_" not in chunk:
+            continue  # only the few chunks that can hold one are read by character
+        word = []
+        for ch in chunk + " ":
+            if _wordy(ch):
+                word.append(ch)
+                continue
+            if word:
+                w = "".join(word)
+                if ("-" in w or "_" in w) and identifier(w):
+                    out[w] = None
+                word = []
     return list(out)
 
 
