@@ -42,7 +42,8 @@ owns, at most ``TAIL_BYTES`` from its end, and its text is untrusted: every
 field is type-checked, and all it can do is keep a skill out.
 
 Hot path: runs in the per-prompt hook process; built-in modules, ``locate``
-and ``jsonlite`` only, plain dicts and lists.
+and ``jsonlite`` only (and ``decide`` for a named skill, loaded already by
+the answer), plain dicts and lists.
 """
 
 import posix
