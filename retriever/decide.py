@@ -14,6 +14,9 @@ file:
   candidate is injected only when the **second** model says, on its own
   features, that it is relevant too.
 
+A message that names a skill (``names``: its identifier, written exactly)
+gets the skills it names and no others, whatever the models say.
+
 Every feature means the same thing in any library: shares of the query
 (how much of it the skill covers, in the whole skill and in its name and
 description alone), scores relative to the best candidate, IDF relative
@@ -138,7 +141,7 @@ def _dot(w, x):
     return sum(a * b for a, b in zip(w, x))
 
 
-def choose(idx, q, cands, limit, sem=None, explain=None):
+def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
     """The candidates to inject, best first, at most ``limit``.
 
     ``cands``: ranked candidate dicts with ``score`` (the ranking's own,
@@ -146,7 +149,13 @@ def choose(idx, q, cands, limit, sem=None, explain=None):
     and ``cos`` under the tier; ``cov`` and ``head`` are filled in here.
     ``sem``: None (BM25 alone) or ``{"spread", "cos10", "chat"}``.
     ``explain``, a dict, receives the features, probabilities and
-    verdicts."""
+    verdicts.  ``named``: candidates beyond ``cands`` of skills the message
+    names (``query.named``).  When the message names skills (``names``,
+    on ``q["prose"]``), those are injected and no others."""
+    prose = q.get("prose", "")
+    hit = [c for c in cands if names(prose, c["result"])] + list(named)
+    if hit and explain is None:
+        return [c["result"] for c in hit[:limit]]
     if not cands:
         if explain is not None:
             explain.update(mode="fused" if sem else "bm25", gate=None, cands=[])
@@ -170,13 +179,28 @@ def choose(idx, q, cands, limit, sem=None, explain=None):
             out.append(cands[i]["result"])
         rows.append({"x": xm, "p": pm, "inject": take})
     if explain is not None:
-        explain.update(mode="fused" if sem is not None else "bm25", gate=pg, passed=passed,
+        # The models' features and verdicts are shown (and calibrated on)
+        # as computed; a named skill overrides the verdicts only.
+        taken = hit[:limit]
+        if hit:
+            out = [c["result"] for c in taken]
+            for row, c in zip(rows, cands):
+                row.update(inject=c in taken, named=c in hit)
+            rows += [{"x": None, "p": None, "inject": c in taken, "named": True} for c in named]
+        explain.update(mode="fused" if sem is not None else "bm25", gate=pg, passed=passed, named=bool(hit),
                        gate_threshold=model["gate_threshold"], more_threshold=model["more_threshold"],
                        gate_names=GATE_NAMES + (GATE_SEM if sem is not None else ()),
                        more_names=MORE_NAMES + (MORE_SEM if sem is not None else ()),
-                       cands=[dict(row, id=c["result"]["id"], name=c["result"]["name"], path=c["result"]["path"],
-                                   score=c["score"], cos=c.get("cos")) for row, c in zip(rows, cands)])
+                       cands=[dict(row, **_shown(c)) for row, c in zip(rows, cands + list(named))])
     return out
+
+
+def _shown(c):
+    # What explain shows of a candidate: the ranking's score, and the BM25
+    # score under it (the fused results carry it; BM25's score is its own).
+    r = c["result"]
+    return {"n": c["n"], "id": r["id"], "name": r["name"], "path": r["path"], "score": c["score"],
+            "cos": c.get("cos"), "bm25": r.get("bm25", c["score"])}
 
 
 def _cover(idx, q, c):
@@ -188,13 +212,78 @@ def _cover(idx, q, c):
     c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"]) if found else 0.0
 
 
+def identifier(word):
+    """True when ``word`` can stand for a skill on its own: two or more
+    words (letters or digits) joined by ``-`` or ``_``, five characters
+    or more ("systematic-debugging", "csv_clean").  A spaced name ("help
+    me") is ordinary prose, and a skill named ``help-me`` must not be
+    forced into every "help me with ..."."""
+    if len(word) < 5:
+        return False
+    parts = word.replace("_", "-").split("-")
+    return len(parts) >= 2 and all(p.isalnum() for p in parts)
+
+
+def skill_names(result):
+    """The names a user knows a skill by: its name and its folder (the
+    last part of its id; Claude Code names a skill by its folder)."""
+    folder = result["id"].rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return (result["name"],) if folder == result["name"] else (result["name"], folder)
+
+
+def names(text, result):
+    """True when ``text`` names the skill of ``result``: its name or folder,
+    when that is an ``identifier``, written exactly as it is (case and
+    all) with no letter, digit, ``-`` or ``_`` either side.  The one rule
+    for a named skill: the decision injects it, session memory offers it
+    again."""
+    if "-" not in text and "_" not in text:
+        return False  # most messages: no identifier at all
+    for name in skill_names(result):
+        if identifier(name):
+            i = text.find(name)
+            while i >= 0:
+                j = i + len(name)
+                if (i == 0 or not _wordy(text[i - 1])) and (j == len(text) or not _wordy(text[j])):
+                    return True
+                i = text.find(name, i + 1)
+    return False
+
+
+def identifiers(text):
+    """The ``identifier`` words ``text`` writes, in order, once each: what
+    could name a skill (``query.named`` looks these up)."""
+    if "-" not in text and "_" not in text:
+        return []
+    out = {}
+    for chunk in text.split():
+        if "-" not in chunk and "_" not in chunk:
+            continue  # only the few chunks that can hold one are read by character
+        word = []
+        for ch in chunk + " ":
+            if _wordy(ch):
+                word.append(ch)
+                continue
+            if word:
+                w = "".join(word)
+                if ("-" in w or "_" in w) and identifier(w):
+                    out[w] = None
+                word = []
+    return list(out)
+
+
+def _wordy(c):
+    # A character an identifier cannot touch: a letter or digit of a
+    # spaced script, "-" or "_".  Han, kana and hangul are boundaries, so
+    # "用systematic-debugging调试" names it as "use systematic-debugging" does.
+    return c == "-" or c == "_" or (c < "\u3040" and c.isalnum())
+
+
 def plain(cands, limit, sem=None, explain=None):
     """The top ``limit`` candidates, no decision (SKILL_RETRIEVAL_DECIDE
     off, and the ranking rows of ``make eval``)."""
     if explain is not None:
-        explain.update(mode="off", cands=[{"id": c["result"]["id"], "name": c["result"]["name"],
-                                           "path": c["result"]["path"], "score": c["score"], "cos": c.get("cos"),
-                                           "inject": i < limit} for i, c in enumerate(cands)])
+        explain.update(mode="off", cands=[dict(_shown(c), inject=i < limit) for i, c in enumerate(cands)])
     return [c["result"] for c in cands[:limit]]
 
 
@@ -207,15 +296,15 @@ MORE_SEM = ("cosine", "cosine over 10th", "cosine under best")
 
 # BEGIN calibrated: written by `make calibrate` (eval/calibrate.py); do not edit.
 BM25 = {
-    "gate": [-5.0963, 1.2296, 2.7696, 3.7903, 0.9367, 3.1152, 0.2452, -0.4369],
+    "gate": [-5.0441, 1.1432, 2.7091, 3.943, 0.9854, 2.9718, 0.389, -0.5098],
     "gate_threshold": 0.6,
-    "more": [-7.2262, 3.4664, 1.2582, 0.9742, -0.1377, 0.6782, 1.446],
+    "more": [-7.1724, 3.4392, 1.2462, 0.8379, -0.1506, 0.6107, 1.4798],
     "more_threshold": 0.2,
 }
 FUSED = {
-    "gate": [-1.3872, 1.0453, 1.5788, 1.1399, 0.7442, 2.1072, 0.4947, -1.1054, 3.7066, 0.5105, -6.4784, 3.1289],
+    "gate": [-1.6222, 1.1, 1.6023, 1.3713, 0.7628, 2.1738, 0.5013, -1.0957, 3.631, 0.494, -6.4111, 3.0695],
     "gate_threshold": 0.55,
-    "more": [-7.5802, 4.4389, 0.7812, 0.717, -0.1003, 1.0622, 0.7197, 1.5853, 1.886, -2.2474],
+    "more": [-7.7095, 4.3967, 0.8265, 0.6934, -0.098, 1.052, 0.9557, 1.526, 1.887, -2.2913],
     "more_threshold": 0.2,
 }
 # END calibrated

@@ -6,7 +6,7 @@ precomputed per-(term, skill) weights over the query's unique terms.
 
 from retriever.analyze import analyze
 from retriever.store import doc, find_term, postings
-from retriever.tokenize import is_cjk_token
+from retriever.tokenize import is_cjk_token, word_count
 
 # A pasted log or a whole file should not drown the request around it: keep
 # the head and the tail, where people put what they want.
@@ -41,8 +41,8 @@ def query_terms(idx, text, weights=None):
 
 
 def _terms(idx, text, weights):
-    # query_terms, and the message's shape: (terms, words of its own
-    # prose, whether it holds a pasted block).
+    # query_terms, and the message's shape: (terms, (words of its own
+    # prose, whether it holds a pasted block, that prose)).
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
     prose, pasted = text, ""
@@ -50,7 +50,9 @@ def _terms(idx, text, weights):
         from retriever.message import split
         prose, pasted = split(text)
     prose = clean_query(prose)
-    shape = (len(prose.split()), bool(pasted.strip()))
+    # Words in any script: a Chinese sentence has no spaces, and is no
+    # one-word reply for that (tokenize.word_count).
+    shape = (word_count(prose), bool(pasted.strip()), prose)
     for t in analyze(prose, opts):
         if t not in seen:
             seen[t] = None
@@ -73,15 +75,16 @@ def parse(idx, text):
     """The message as plain data, parsed once for the ranking and the
     decision: its ``terms`` and their ``weights``, the BM25 scores
     (``acc``) and postings (``found``) of ``score``, how many terms count
-    for coverage (``n_scored``), its shape (``words`` of its own prose,
-    ``pasted``) and the share of its terms the library knows (``known``)."""
+    for coverage (``n_scored``), its shape (``words`` of its own
+    ``prose``, ``pasted``) and the share of its terms the library knows
+    (``known``)."""
     text = clean_query(text)
     weights = {}
-    terms, (words, pasted) = _terms(idx, text, weights)
+    terms, (words, pasted, prose) = _terms(idx, text, weights)
     acc, found = score(idx, terms, weights) if terms else ({}, {})
     n = n_scored(terms, found)
     return {"text": text, "terms": terms, "weights": weights, "acc": acc, "found": found, "n_scored": n,
-            "words": words, "pasted": pasted, "known": len(found) / n if n else 0.0}
+            "words": words, "pasted": pasted, "prose": prose, "known": len(found) / n if n else 0.0}
 
 
 def score(idx, terms, term_weights=None):
@@ -169,6 +172,45 @@ def ranked(idx, acc, k, keep=None):
         want *= 4
 
 
+# Skills read per name the message writes that no candidate has (named):
+# the best-scoring of those holding each of its words.
+NAMED_CHECKS = 16
+
+
+def named(idx, q, cands, keep=None):
+    """Candidate dicts of the skills the message names (``decide.names``)
+    that are not among ``cands``, for ``decide.choose``: a named skill
+    gets in however it ranks.  For each identifier the message writes
+    that no candidate answers to, the NAMED_CHECKS best-scoring skills
+    holding all its words are read; ``keep`` as in ``search``."""
+    from retriever import decide as dc
+    words = dc.identifiers(q["prose"])
+    if not words:
+        return []  # most messages: the hot path stops here
+    have = set(c["n"] for c in cands)
+    known = set()
+    for c in cands:
+        known.update(dc.skill_names(c["result"]))
+    opts = idx["header"]["params"]["analyzer"]
+    acc, found = q["acc"], q["found"]
+    out = []
+    for w in words:
+        if w in known:
+            continue
+        terms = list(dict.fromkeys(analyze(w, opts)))
+        if not terms or any(t not in found for t in terms):
+            continue  # a word no skill holds: no skill has this name
+        docs = set(found[terms[0]][1])
+        for t in terms[1:]:
+            docs.intersection_update(found[t][1])
+        for n in sorted(docs - have, key=lambda d: (-acc.get(d, 0.0), d))[:NAMED_CHECKS]:
+            r = _result(idx, n, acc.get(n, 0.0))
+            if w in dc.skill_names(r) and (keep is None or keep(r)):
+                out.append({"n": n, "score": acc.get(n, 0.0), "result": r})
+                have.add(n)
+    return out
+
+
 def search(idx, text, k, keep=None, decide=True, explain=None):
     """Rank skills for ``text`` with BM25 and return what to inject: a
     list of result dicts (id, name, path, score, description, vis), best
@@ -184,4 +226,6 @@ def search(idx, text, k, keep=None, decide=True, explain=None):
         return []
     from retriever import decide as dc
     cands = [{"n": n, "score": s, "result": r} for n, s, r in ranked(idx, q["acc"], k, keep) if s > 0.0]
-    return dc.choose(idx, q, cands, k, None, explain) if decide else dc.plain(cands, k, None, explain)
+    if not decide:
+        return dc.plain(cands, k, None, explain)
+    return dc.choose(idx, q, cands, k, None, explain, named(idx, q, cands, keep))

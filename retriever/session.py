@@ -6,7 +6,7 @@ per prompt; this module only takes out what the session already holds.
 
 - A skill injected in the last ``RECENT_TURNS`` turns of the same session
   is not injected again, unless the turn asks for it again (``asks_for``):
-  the message names the skill, or the skill scores at least ``STRONGER``
+  the message names the skill (``decide.names``), or the skill scores at least ``STRONGER``
   times its score when it was injected, by the same ranking (scores of
   BM25 alone and of the fused ranking are not on one scale).
 - A skill the agent has loaded in this session is not offered again: seen
@@ -42,7 +42,8 @@ owns, at most ``TAIL_BYTES`` from its end, and its text is untrusted: every
 field is type-checked, and all it can do is keep a skill out.
 
 Hot path: runs in the per-prompt hook process; built-in modules, ``locate``
-and ``jsonlite`` only, plain dicts and lists.
+and ``jsonlite`` only (and ``decide`` for a named skill, loaded already by
+the answer), plain dicts and lists.
 """
 
 import posix
@@ -133,12 +134,12 @@ def filter(memo, results, text=""):
             recent[rid] = score if ranking == memo["ranking"] else 0.0
     if not loaded and not recent:
         return results
-    low = text.lower() if isinstance(text, str) else ""
+    text = text if isinstance(text, str) else ""
     out = []
     for r in results:
         if _loaded(r, loaded):
             continue
-        if r["id"] in recent and not asks_for(r, low, recent[r["id"]]):
+        if r["id"] in recent and not asks_for(r, text, recent[r["id"]]):
             continue
         out.append(r)
     return out
@@ -169,20 +170,16 @@ def record(memo, injected):
         locate.log("session memory: not saved (%s: %s)" % (type(exc).__name__, exc))
 
 
-def asks_for(result, text_lower, score_then):
+def asks_for(result, text, score_then):
     """True when a turn asks again for a skill injected a few turns ago:
-    ``text_lower`` (the message, lower-cased) names it (its name or folder,
-    three characters or more, as a whole word; ``-`` and ``_`` may be written
-    as spaces), or its score now is at least STRONGER times ``score_then``
-    (0: not comparable)."""
+    ``text`` (the message) names it (``decide.names``, the decision's own
+    rule: its identifier, written exactly), or its score now is at least
+    STRONGER times ``score_then`` (0: not comparable)."""
     score = result.get("score") or 0.0
     if score_then and score > 0 and score >= STRONGER * score_then:
         return True
-    for name in _names_of(result):
-        if len(name) >= 3 and (_has_word(text_lower, name) or
-                               _has_word(text_lower, name.replace("-", " ").replace("_", " "))):
-            return True
-    return False
+    from retriever import decide  # loaded already: the answer was decided by it
+    return decide.names(text, result)
 
 
 # ------------------------------------------------------------- state file
@@ -350,21 +347,6 @@ def _loaded(result, loaded):
     if result.get("path") in loaded:
         return True
     return any(n in loaded for n in _names_of(result))
-
-
-def _has_word(text, word):
-    # ``word`` in ``text`` with no letter, digit, ``-`` or ``_`` either side.
-    i = text.find(word)
-    while i >= 0:
-        j = i + len(word)
-        if (i == 0 or not _wordy(text[i - 1])) and (j == len(text) or not _wordy(text[j])):
-            return True
-        i = text.find(word, i + 1)
-    return False
-
-
-def _wordy(c):
-    return c.isalnum() or c in "-_"
 
 
 def _see_loaded(memo):

@@ -215,3 +215,133 @@ def test_keep_filters_before_the_cut_and_the_decision(cli, lib):
     assert [r["name"] for r in search(idx, q, 1, keep=hide, decide=False)] == [second]
     assert best not in [r["name"] for r in search(idx, q, 6, keep=hide)]
     assert search(idx, q, 6, keep=hide)[0]["name"] == second
+
+
+HERMES = REPO.parent / "shared" / "corpora" / "hermes-agent"
+PDF_THEN_ISSUE = "extract the text from these scanned pdf invoices with ocr, then file it with github-issues"
+
+
+@pytest.fixture(scope="module")
+def hermes(tmp_path_factory):
+    """The 172 real skills of the hermes-agent collection, indexed."""
+    if not HERMES.is_dir():
+        pytest.skip("../shared/corpora is not present")
+    from retriever import build
+    index = tmp_path_factory.mktemp("hermes") / "index.skr"
+    scope = build.resolve([str(HERMES.resolve())])
+    scope["disabled"] = set()
+    build.build(scope, str(index))
+    return HERMES.resolve(), index
+
+
+@pytest.mark.parametrize("text,want", [
+    ("use systematic-debugging to figure out what's wrong", ["systematic-debugging"]),
+    # Two named: both, and none of the skills ranked between them.
+    ("run test-driven-development on this feature, then requesting-code-review",
+     ["requesting-code-review", "test-driven-development"]),
+    # Han and kana touch the name: a boundary all the same.
+    ("用systematic-debugging帮我查一下这个bug", ["systematic-debugging"]),
+    ("try one-three-one-rule", ["one-three-one-rule"]),
+    # The named skill ranks #7, past the shortlist of 6 (an OCR skill is
+    # first): it is found by its name, and only it is injected.
+    (PDF_THEN_ISSUE, ["github-issues"]),
+])
+def test_a_skill_the_message_names_is_injected(cli, hermes, text, want):
+    root, index = hermes
+    got = json_results(cli("--root", root, "--index", index, "--format", "json", text, env=DECIDE))
+    assert sorted(r["name"] for r in got) == want
+    if text != PDF_THEN_ISSUE:
+        return
+    out = cli("explain", "--root", root, "--index", index, text, env=DECIDE).stdout
+    assert "the message names a skill: what it names is injected, and nothing else" in out
+    assert re.search(r"^  #1 ocr-and-documents .*  not injected \(the message names another skill\)$", out, re.M)
+    assert re.search(r"^  #7 github-issues .*  injected \(the message names it\)$", out, re.M)
+
+
+def test_only_a_skills_identifier_forces_it_in(cli, tmp_path):
+    """A skill is named only by its identifier (words joined by - or _,
+    five characters or more), written exactly: an untrusted skill named
+    help-me is not forced into every "help me with ..."."""
+    from retriever import decide
+    root = tmp_path / "skills"
+    make_skill(root, "misc/help-me", {"name": "help-me", "description": "A friendly general assistant persona."})
+    make_skill(root, "ops/k8s-certs", {"name": "k8s-certs",
+                                      "description": "Rotate the TLS certificates of a Kubernetes cluster."})
+    make_skill(root, "data/csv-cleaner", {"name": "CSV Cleaner",
+                                         "description": "Clean messy CSV files: encodings, delimiters, dates."})
+    index = tmp_path / "i.skr"
+
+    def names(*words):
+        proc = cli("--root", root, "--index", index, "--format", "json", *words, env=DECIDE)
+        assert_clean(proc)
+        return [r["name"] for r in json_results(proc)]
+    ask = "rotate the kubernetes tls certificates of the cluster"
+    assert names("help me", ask) == ["k8s-certs"]
+    # A named skill takes the place of what ranks first, and only it; the
+    # folder names a skill too (Claude Code calls skills by it).
+    assert names("use csv-cleaner, then", ask) == ["CSV Cleaner"]
+    assert "CSV Cleaner" not in names("use csv cleaner, then", ask)
+    assert "CSV Cleaner" not in names("use CSV-Cleaner, then", ask)  # not as it is written
+    assert "CSV Cleaner" not in names("use my-csv-cleaner-tool, then", ask)  # inside another identifier
+    # The rule itself.
+    for word, ok in [("help-me", True), ("csv_clean", True), ("3-statement-model", True), ("ab-c", False),
+                     ("pdf", False), ("help me", False), ("-help-", False), ("a--b-c", False)]:
+        assert decide.identifier(word) is ok, word
+    r = {"id": "dev/systematic-debugging", "name": "systematic-debugging"}
+    for text, ok in [("use systematic-debugging now", True), ("(systematic-debugging)", True),
+                     ("use systematic debugging now", False), ("use Systematic-Debugging now", False),
+                     ("systematic-debugging-v2", False), ("my_systematic-debugging", False),
+                     ("用systematic-debugging调试", True)]:
+        assert decide.names(text, r) is ok, text
+
+
+def _term_sum(lines):
+    return sum(float(l.split()[1]) for l in lines)
+
+
+@pytest.mark.skipif(not __import__("retriever.semantic", fromlist=["x"]).installed(),
+                    reason="the semantic extra is not installed")
+def test_explain_with_the_tier_splits_each_bm25_score_by_term(cli, lib):
+    """With the tier, each candidate's fused score heads its block and its
+    BM25 score stands under it, split by term: the split adds up to that
+    BM25 score (the one BM25 alone prints), and ``--skill`` compares a
+    skill that is not listed with the last listed one score for score."""
+    root, index = lib
+    words = ["extract", "the", "text", "of", "my", "scanned", "pdf", "and", "clean", "the", "csv"]
+    bm25 = {r["id"]: r["score"] for r in json_results(cli("--root", root, "--index", index, "--format", "json",
+                                                          *words))}
+    assert len(bm25) >= 2
+    tier = {"SKILL_RETRIEVAL_SEMANTIC": "on", "SKILL_RETRIEVAL_DECIDE": None}
+    proc = cli("explain", "--root", root, "--index", index, *words, env=tier, timeout=300)
+    assert_clean(proc)
+    out = proc.stdout
+    assert "ranking: BM25 fused with the encoder" in out
+    blocks = re.findall(r"^#\d+ \S+ \((\S+)\)  fused score ([0-9.]+), cosine [0-9.]+  \[[a-z ]+\]\n"
+                        r"  BM25 score ([0-9.]+), by term:\n((?:    .*\n)*)", out, re.M)
+    # Every skill is a candidate (the encoder's top 10); those that share
+    # no word with the message have a BM25 score of 0, and no term.
+    assert {b[0] for b in blocks} >= set(bm25) and len(blocks) == 4
+    for sid, fused, score, terms in blocks:
+        assert float(score) == pytest.approx(bm25.get(sid, 0.0), abs=2e-3)
+        assert _term_sum(terms.splitlines()) == pytest.approx(float(score), abs=5e-3)
+        if sid in bm25:
+            assert float(fused) < 1.0 < float(score)  # a fused score is no BM25 score
+    # One listed (TOP_K 1): csv-clean is explained on request, fused score
+    # against the last listed one's fused score, BM25 against BM25.
+    proc = cli("explain", "--root", root, "--index", index, "--skill", "csv-clean", *words,
+               env=dict(tier, SKILL_RETRIEVAL_TOP_K="1"), timeout=300)
+    assert_clean(proc)
+    out = proc.stdout
+    first = re.search(r"^#1 \S+ \((\S+)\)  fused score ([0-9.]+), cosine", out, re.M)
+    line = re.search(r"^csv-clean \(data/csv-clean\) is not listed: it ranks #\d+ in the fused ranking with fused "
+                     r"score ([0-9.]+); the last listed scores ([0-9.]+)\. By BM25 alone it ranks #\d+ with BM25 "
+                     r"score ([0-9.]+); the last listed has BM25 score ([0-9.]+)\.$", out, re.M)
+    assert first and line, out
+    assert float(line.group(2)) == pytest.approx(float(first.group(2)), abs=1e-3)
+    assert float(line.group(3)) == pytest.approx(bm25["data/csv-clean"], abs=2e-3)
+    assert float(line.group(4)) == pytest.approx(bm25[first.group(1)], abs=2e-3)
+    block = out.split(line.group(0) + "\n")[1].split("\n\n")[0].splitlines()
+    assert block[0].startswith("#%s csv-clean (data/csv-clean)  fused score %s, cosine "
+                               % (re.search(r"it ranks #(\d+) in the fused", line.group(0)).group(1), line.group(1)))
+    assert block[1] == "  BM25 score %.3f, by term:" % bm25["data/csv-clean"]
+    assert _term_sum(block[2:]) == pytest.approx(bm25["data/csv-clean"], abs=5e-3)

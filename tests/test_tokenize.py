@@ -128,3 +128,36 @@ def test_long_text_tokenizes_as_its_short_pieces(piece):
     text = " ".join(pieces)
     assert len(text) > 200 and all(len(p) < 200 for p in pieces)
     assert tokenize(text) == [t for p in pieces for t in tokenize(p)]
+
+
+def test_a_message_has_as_many_words_in_any_script(tmp_path):
+    """The decision reads a message's length in words (``q["words"]``): a
+    sentence in Chinese or Japanese has no spaces, and must not count as
+    one word, like "ok".  One word per two han or kana characters; Hangul
+    is spaced, so it counts as it is written."""
+    from retriever import build, query, store
+    make_skill(tmp_path / "skills", "sheet-clean", {"name": "sheet-clean", "description": "Remove duplicate rows"})
+    index = str(tmp_path / "i.skr")
+    scope = build.resolve([str(tmp_path / "skills")])
+    scope["disabled"] = set()
+    build.build(scope, index)
+    idx = store.load(index)
+    same = ["remove the duplicate rows from this spreadsheet",
+            "删除这个电子表格里的重复行",
+            "このスプレッドシートの重複行を削除して",
+            "이 스프레드시트에서 중복 행을 삭제해 줘",
+            "quita las filas duplicadas de esta hoja de cálculo"]
+    english = query.parse(idx, same[0])["words"]
+    assert english == 7
+    for text in same:
+        n = query.parse(idx, text)["words"]
+        assert english / 2 <= n <= english * 2, (text, n)
+    # A one-word reply is still one word, in any script.
+    for text in ("ok", "好的", "はい", "네", "好", "ok!"):
+        assert query.parse(idx, text)["words"] == 1, text
+    # One rule, in one place: the tokenizer's.
+    from retriever.tokenize import word_count
+    assert [word_count(t) for t in same] == [query.parse(idx, t)["words"] for t in same]
+    # Runs of other letters inside han or kana count as words of their own.
+    assert word_count("用python写一个脚本") == 5
+    assert word_count("PDFのテキストを抽出") == 1 + 4

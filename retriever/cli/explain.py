@@ -1,10 +1,14 @@
 """``skill-retrieve explain``: why skills rank where they do.
 
-For users tuning their descriptions.  Re-reads the indexed skills (build
-path) to split each result's score by query term and by field, and, with
-``--skill``, says why a named skill is missing from the list.  Uses the same
-analyzer, weights and IDF as the index, so the numbers add up to the scores
-``--format json`` prints (up to float32 rounding).
+For users tuning their descriptions.  Shows the ranking and the decision as
+a query makes them (``semantic.search`` and ``decide.choose`` fill its
+numbers), then splits each candidate's BM25 score by query term, with the
+scorer's own per-term weights (``query.score``), so the parts add up to the
+BM25 score ``--format json`` prints; each part is split by field by
+re-reading the skill (build path), as the index keeps no fields.  With the
+semantic tier each candidate's fused score heads its block and its BM25
+score, split, stands under it.  ``--skill`` says why a skill is missing,
+comparing fused score with fused score and BM25 with BM25.
 """
 
 import sys
@@ -65,7 +69,10 @@ def run(args):
     hdr = idx["header"]
     profile = {"k1": hdr["params"]["k1"], "fields": hdr["params"]["fields"],
                "analyzer": hdr["params"]["analyzer"]}
-    terms = query.query_terms(idx, text)
+    # The message as the scorer reads it: its terms, their weights (a
+    # pasted block's count less) and every skill's BM25 score.
+    q = query.parse(idx, text)
+    terms = q["terms"]
     # The ranking and the decision exactly as a query makes them, with the
     # model in this process when the tier is on (explain is not timed).
     provider, tier = semantic.explain_provider(idx, path)
@@ -107,11 +114,13 @@ def run(args):
     cands = info.get("cands", [])
     printed = set(r["id"] for r in injected)
     _decision(w, info, cands, printed, inject_k, decide)
+    fused = "alpha" in info
+    split = _by_term(idx, q)
+    args_ = (terms, profile, n, avglen, df, split, fused)
     shown = set()
     for rank, c in enumerate(cands, 1):
         shown.add(c["id"])
-        _explain_one(w, rank, c["score"], by_id.get(c["id"]), terms, profile, n, avglen, df,
-                     "injected" if c["id"] in printed else "not injected")
+        _explain_one(w, rank, c, by_id.get(c["id"]), args_, "injected" if c["id"] in printed else "not injected")
     for want in args.skill:
         rec = by_id.get(want) or by_name.get(want)
         if rec is None:
@@ -120,20 +129,55 @@ def run(args):
             continue
         if rec["id"] in shown:
             continue
-        contrib = breakdown(rec, terms, profile, n, avglen, df)
-        total = sum(c["total"] for c in contrib.values())
-        if not contrib:
+        # Its place by BM25, read off the scorer's own scores.
+        pos, num, bm = 0, -1, 0.0
+        for pos, (num, bm) in enumerate(query.top(q["acc"], len(q["acc"])), 1):
+            if store.doc(idx, num)[0] == rec["id"]:
+                break
+        else:
+            num = -1
+        if num < 0:
             w("%s (%s) is not listed: it shares no term with the query. Words from the query that would "
               "match it must appear in its name, description, triggers, tags or body.\n"
               % (one_line(rec["name"]), one_line(rec["id"])))
             continue
-        full = query.search(idx, text, 1000, decide=False)
-        pos = next((i for i, r in enumerate(full, 1) if r["id"] == rec["id"]), None)
-        w("%s (%s) is not listed: it ranks %s by BM25 with score %.3f; the last listed scores %.3f.\n"
-          % (one_line(rec["name"]), one_line(rec["id"]), "#%d" % pos if pos else "below the cut", total,
-             cands[-1]["score"] if cands else 0.0))
-        _explain_one(w, pos or 0, total, rec, terms, profile, n, avglen, df)
+        last = cands[-1] if cands else None
+        c = {"n": num, "score": bm, "bm25": bm, "cos": None}
+        if fused:
+            # Like with like: its fused score against the last listed one's,
+            # when the fused ranking has it among its candidates at all.
+            ranking = semantic.search(idx, path, text, 1000, provider, decide=False)[0]
+            fpos = next((i for i, r in enumerate(ranking, 1) if r["id"] == rec["id"]), None)
+            where = ("it ranks #%d in the fused ranking with fused score %.3f; the last listed scores %.3f"
+                     % (fpos, ranking[fpos - 1]["score"], last["score"]) if fpos else
+                     "the fused ranking does not consider it (BM25's top %d and the encoder's top %d are its "
+                     "candidates)" % _pools())
+            w("%s (%s) is not listed: %s. By BM25 alone it ranks #%d with BM25 score %.3f; the last listed has "
+              "BM25 score %.3f.\n" % (one_line(rec["name"]), one_line(rec["id"]), where, pos, bm,
+                                      last["bm25"] if last else 0.0))
+            if fpos:
+                pos = fpos
+                c.update(score=ranking[fpos - 1]["score"], cos=ranking[fpos - 1]["cosine"])
+        else:
+            w("%s (%s) is not listed: it ranks #%d by BM25 with score %.3f; the last listed scores %.3f.\n"
+              % (one_line(rec["name"]), one_line(rec["id"]), pos, bm, last["score"] if last else 0.0))
+        _explain_one(w, pos, c, rec, args_)
     return 0
+
+
+def _pools():
+    # The fused ranking's candidate pools: BM25's top and the encoder's.
+    from retriever.semantic import fuse
+    return fuse.BM25_POOL, fuse.DENSE_POOL
+
+
+def _by_term(idx, q):
+    """``{term: {skill number: weight}}``: each query term's part of every
+    BM25 score, from the scorer itself (``query.score`` on that term
+    alone, with the message's term weights), so a skill's parts add up to
+    its score."""
+    from retriever import query
+    return {t: query.score(idx, [t], q["weights"])[0] for t in q["terms"] if t in q["found"]}
 
 
 def _decision(w, info, cands, printed, inject_k, on):
@@ -145,13 +189,20 @@ def _decision(w, info, cands, printed, inject_k, on):
     if not cands:
         w("decision: no skill shares a word with the query or is close to it: nothing is injected\n\n")
         return
+    named = info.get("named")
     w("decision (%s model, docs/decision.md): the gate gives %.2f that this turn needs a skill "
       "(threshold %.2f): %s\n" % (info["mode"], info["gate"], info["gate_threshold"],
-                                  "the best candidate is injected" if info["passed"] else "nothing is injected"))
+                                  "the message names a skill: what it names is injected, and nothing else"
+                                  if named else "the best candidate is injected" if info["passed"]
+                                  else "nothing is injected"))
     w("  gate features: %s\n" % ", ".join("%s %.3f" % (k, v) for k, v in zip(info["gate_names"][1:],
                                                                            cands[0]["x"][1:])))
     for i, c in enumerate(cands, 1):
-        if i == 1:
+        if named:
+            verdict = ("injected (the message names it)" if c["id"] in printed else
+                       "cut: beyond the %d injected (-k or SKILL_RETRIEVAL_INJECT_K)" % inject_k if c.get("named")
+                       else "not injected (the message names another skill)")
+        elif i == 1:
             verdict = "injected" if c["id"] in printed else "not injected"
         elif not info["passed"]:
             verdict = "not injected (the gate said no skill)"
@@ -161,21 +212,37 @@ def _decision(w, info, cands, printed, inject_k, on):
             verdict = "%s (p %.2f %s %.2f)" % ("injected" if c["inject"] else "not injected", c["p"],
                                              ">=" if c["inject"] else "<", info["more_threshold"])
         cos = "" if c.get("cos") is None else "  cosine %.3f" % c["cos"]
-        w("  #%d %s (%s)  score %.3f%s  %s\n" % (i, one_line(c["name"]), one_line(c["id"]), c["score"], cos,
-                                                verdict))
-        if i > 1:
+        score = "score %.3f" % c["score"] if c["x"] is not None or info["mode"] == "bm25" else \
+            "BM25 score %.3f, beyond the ranking" % c["bm25"]
+        w("  #%d %s (%s)  %s%s  %s\n" % (i, one_line(c["name"]), one_line(c["id"]), score, cos, verdict))
+        if i > 1 and c["x"] is not None:  # (a named skill from beyond the ranking has none)
             w("      features: %s\n" % ", ".join("%s %.3f" % (k, v) for k, v in zip(info["more_names"][1:],
                                                                                 c["x"][1:])))
     w("\n")
 
 
-def _explain_one(w, rank, score, rec, terms, profile, n, avglen, df, status=""):
+def _explain_one(w, rank, c, rec, args_, status=""):
+    """One candidate: its score, and its BM25 score split by query term
+    (from the scorer) and each term's part by field (re-read from the
+    skill: the index keeps no fields).  With the tier the fused score
+    heads it and the BM25 score, with its split, stands under it."""
     if rec is None:
         return
-    w("#%d %s (%s)  score %.3f%s\n" % (rank, one_line(rec["name"]), one_line(rec["id"]), score,
-                                      "  [%s]" % status if status else ""))
-    contrib = breakdown(rec, terms, profile, n, avglen, df)
-    for t, c in sorted(contrib.items(), key=lambda kv: -kv[1]["total"]):
-        fields = ", ".join("%s %.2f" % (f, v) for f, v in sorted(c["fields"].items(), key=lambda kv: -kv[1]))
-        w("    %-18s %6.3f  (%s)\n" % (t, c["total"], fields))
+    terms, profile, n, avglen, df, split, fused = args_
+    mark = "  [%s]" % status if status else ""
+    if fused:
+        # (A skill the message names from beyond the fused ranking has no
+        # fused score: decide.choose took it by its name.)
+        score = "no fused score" if c.get("cos") is None else "fused score %.3f, cosine %.3f" % (c["score"], c["cos"])
+        w("#%d %s (%s)  %s%s\n" % (rank, one_line(rec["name"]), one_line(rec["id"]), score, mark))
+        w("  BM25 score %.3f, by term:\n" % c["bm25"])
+    else:
+        w("#%d %s (%s)  score %.3f%s\n" % (rank, one_line(rec["name"]), one_line(rec["id"]), c["bm25"], mark))
+    fields = breakdown(rec, terms, profile, n, avglen, df)
+    parts = [(t, split[t][c["n"]]) for t in terms if t in split and c["n"] in split[t]]
+    for t, part in sorted(parts, key=lambda tp: -tp[1]):
+        f = fields.get(t, {}).get("fields") or {}
+        whole = sum(f.values())
+        by_field = ", ".join("%s %.2f" % (k, part * v / whole) for k, v in sorted(f.items(), key=lambda kv: -kv[1]))
+        w("    %-18s %6.3f  (%s)\n" % (t, part, by_field or "fields not found"))
     w("\n")

@@ -139,7 +139,7 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None):
     tenth = ranked[min(9, len(ranked) - 1)] if ranked else 0.0
     sem = {"spread": (ranked[0] - tenth) if ranked else 0.0, "cos10": tenth,
            "chat": dc.CHAT_UNKNOWN if chat is None else chat}
-    return dc.choose(idx, q, cands, k, sem, explain)
+    return dc.choose(idx, q, cands, k, sem, explain, query.named(idx, q, cands, keep))
 
 
 def early(index_path, text):

@@ -538,12 +538,11 @@ def test_turn_with_the_shell_hook_and_the_semantic_tier(tmp_path):
     # A generous deadline (this checks behaviour, not speed) and a socket of
     # the test's own (short: a Unix socket path holds 108 bytes).
     run = tempfile.mkdtemp(prefix="sr-", dir="/tmp")
-    # The plain fused ranking: this checks the tier's path through a real
-    # turn.  (With 6 visible skills the decision's cosine spread, best
-    # minus tenth best, has too few skills to measure: docs/decision.md.)
+    # At the defaults, the calibrated decision on: a Chinese sentence has
+    # no spaces, and is no one-word reply for that (tokenize.word_count).
     on = {"SKILL_RETRIEVAL_SEMANTIC": "on", "SKILL_RETRIEVAL_SEMANTIC_TIMEOUT": "10000",
           "SKILL_RETRIEVAL_REVALIDATE": "off", "SKILL_RETRIEVAL_SEMANTIC_SOCKET": run + "/semantic.sock",
-          "SKILL_RETRIEVAL_DECIDE": "off"}
+          "SKILL_RETRIEVAL_DECIDE": "on"}
     with MockLLM() as mock:
         hh = make_home(tmp_path, mock.port, plugin=False, enabled=(),
                        shell_hooks=[{"command": command, "timeout": 30}])
