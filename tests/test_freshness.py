@@ -178,13 +178,20 @@ def test_background_check_brings_the_change_to_a_later_query(lib, change, config
 
 
 def test_the_detached_check_does_not_hold_stdout(tmp_path, cli_env):
-    """Block the background check for as long as the test likes (Hermes'
-    config.yaml is a FIFO nobody writes to yet): the query that started it
-    must still finish, stdout closed, before the check does."""
+    """The query that starts a background check finishes, stdout and
+    stderr closed (a runner waits for their EOF), while the check still
+    runs.  The check inherits a pipe the test holds the other end of, so
+    the test sees when it ends; 2,000 more skills make it rebuild for a
+    while (about ten times the query's life here).  Hermes' config.yaml
+    used to be a FIFO that blocked the check, but reads never block on a
+    FIFO now (docs/hostile-input.md)."""
+    import select
     from skillret_helpers import run_cli
     hh = tmp_path / "hermes"
     make_skill(hh / "skills", "ops/alpha", fm("alpha", "Rotate kubernetes TLS certificates"))
     make_skill(hh / "skills", "ops/beta", fm("beta", "Renew kubernetes ingress certificates"))
+    for i in range(2000):
+        make_skill(hh / "skills", "fill/f%d" % i, fm("f%d" % i, "filler number %d on topic%d" % (i, i)))
     cfg = hh / "config.yaml"
     cfg.write_text("skills:\n  disabled: []\n")
     env = dict(cli_env, HERMES_HOME=str(hh), SKILL_RETRIEVAL_REVALIDATE="off")
@@ -196,54 +203,19 @@ def test_the_detached_check_does_not_hold_stdout(tmp_path, cli_env):
         return sorted(r["id"] for r in json_results(proc))
 
     assert ids() == ["ops/alpha", "ops/beta"]  # builds the default-roots index
-    cfg.unlink()
-    os.mkfifo(cfg)
-    content = b"skills:\n  disabled: [alpha]\n"
-    stop = threading.Event()
-
-    def serve():
-        # Feed every reader of the FIFO until told to stop; never block.
-        while not stop.is_set():
-            try:
-                fd = os.open(cfg, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                time.sleep(0.02)
-                continue
-            try:
-                os.write(fd, content)
-            finally:
-                os.close(fd)
-            time.sleep(0.2)
-
-    server = threading.Thread(target=serve, daemon=True)
+    cfg.write_text("skills:\n  disabled: [alpha]\n")
+    probe, held = os.pipe()
     try:
         p = subprocess.Popen([str(BIN), "--format", "json", "kubernetes certificates"],
-                             env=dict(env, SKILL_RETRIEVAL_REVALIDATE="0"), cwd=workdir,
+                             env=dict(env, SKILL_RETRIEVAL_REVALIDATE="0"), cwd=workdir, pass_fds=(held,),
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            out, err = p.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            # Do not wait for EOF: whoever holds the pipe is blocked on the FIFO.
-            p.kill()
-            p.wait()
-            p.stdout.close()
-            p.stderr.close()
-            pytest.fail("the query waited for its background check")
+        os.close(held)
+        out, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
         assert b"ops/alpha" in out  # answered from the index it had
-        # Only now let the check read the config; it rebuilds without alpha.
-        server.start()
-        deadline = time.monotonic() + POLL_SECONDS
-        while ids() != ["ops/beta"] and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert ids() == ["ops/beta"]
+        # EOF on the probe only once every holder is gone: the check too.
+        assert not select.select([probe], [], [], 0)[0], "the query's output ended only with its check"
+        assert select.select([probe], [], [], 60)[0] and os.read(probe, 1) == b""
     finally:
-        # Release any reader still waiting on the FIFO, then make it a file.
-        if not server.is_alive():
-            server = threading.Thread(target=serve, daemon=True)
-            server.start()
-        time.sleep(0.5)
-        stop.set()
-        server.join(5)
-        cfg.unlink()
-        cfg.write_bytes(content)
+        os.close(probe)
+    assert ids() == ["ops/beta"]  # the check rebuilt without alpha
