@@ -12,7 +12,6 @@ The guarantee under test:
 import os
 import shutil
 import subprocess
-import threading
 import time
 
 import pytest
