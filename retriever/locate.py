@@ -268,8 +268,13 @@ def log(line):
         if not isdir(d):
             import os
             os.makedirs(d, mode=0o700, exist_ok=True)
-        fd = posix.open(log_path(), posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
+        # Never waits: a FIFO with no reader fails the open (ENXIO) rather
+        # than hold a failing hook, and only a regular file is written.
+        fd = posix.open(log_path(), posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NONBLOCK
+                        | posix.O_CLOEXEC, 0o600)
         try:
+            if posix.fstat(fd).st_mode & 0o170000 != 0o100000:
+                return
             msg = "%s pid=%d %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), posix.getpid(),
                                        " ".join(str(line).split()))
             posix.write(fd, msg.encode("utf-8", "replace"))

@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -186,6 +187,22 @@ def test_malformed_json_is_named_in_the_log(hook, skills, log):
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     lines = log()
     assert len(lines) == 3 and all("stdin is not valid JSON" in l for l in lines), lines
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_failing_hook_never_waits_on_its_log(cli, skills, cli_env, kind):
+    # The log is the one place a failing hook writes.  A FIFO there with
+    # no reader blocked the write's open forever, and the runner's prompt
+    # with it; the line is dropped instead.
+    folder = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, "skill-retrieval.log")
+    os.mkfifo(path) if kind == "fifo" else os.mkdir(path)
+    try:
+        proc = cli("hook", "claude-code", "--root", skills, input=b"{not json", timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the hook waited on a FIFO at its log")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
