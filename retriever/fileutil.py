@@ -9,6 +9,7 @@ rewrite it meanwhile: its change is merged, never lost).  Cold path.
 
 import contextlib
 import os
+import sys
 import threading
 import time
 
@@ -413,28 +414,49 @@ def _flock(fd, wait, busy):
 ATTEMPTS = 50
 
 
-_plans = threading.local()  # {real path: bytes or None} while a dry run plans (``planning``)
+# While a dry run plans (``planning``): files {real path: bytes or None},
+# shown {real path: (path as named, text or DELETE)}.
+_plans = threading.local()
 
 
 @contextlib.contextmanager
-def planning():
+def planning(out=None):
     """A dry run of several updates: within it, each ``update(...,
     dry_run=True)`` reads what the updates before it would have left
-    (uninstall's two halves change one settings file in turn), so each
-    shows what the real run will write.  Nothing is written."""
+    (install's and uninstall's two halves change one settings file in
+    turn), so each shows what the real run will write.  Nothing is written.
+
+    Each file is shown once, as the last update leaves it: ``would`` only
+    notes it, and the outermost ``planning`` writes the notes to ``out``
+    (default stdout) as it ends, in the order the files were first planned.
+    Shown after each half, Claude Code's settings.json appeared twice, the
+    first time without the half that came second."""
     outer = getattr(_plans, "files", None)
     if outer is None:
-        _plans.files = {}
+        _plans.files, _plans.shown = {}, {}
     try:
         yield
+        if outer is None:
+            (out or sys.stdout).write("".join(_would(p, new) for p, new in _plans.shown.values()))
     finally:
         if outer is None:
-            _plans.files = None
+            _plans.files = _plans.shown = None
 
 
 def would(path, new):
     """What a dry run says about an ``update`` of ``path`` that returned
-    ``new`` (text or DELETE): the text it would write, or the deletion."""
+    ``new`` (text or DELETE): the text it would write, or the deletion.
+    Within ``planning`` it returns "" and ``planning`` says it at the end."""
+    shown = getattr(_plans, "shown", None)
+    if shown is not None:
+        # Keyed by the file itself: the two halves may name it differently.
+        real = os.path.realpath(path)
+        shown[real] = (shown[real][0] if real in shown else path, new)
+        return ""
+    return _would(path, new)
+
+
+def _would(path, new):
     if new is DELETE:
         return "would delete %s\n" % path
     return "would write %s:\n%s%s" % (path, new, "" if new.endswith("\n") else "\n")
