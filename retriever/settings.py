@@ -151,6 +151,20 @@ def get(name, warn=None, raw=None):
         return default
 
 
+def unknown(names):
+    """``(name, the setting it is closest to, or None)`` for each
+    ``SKILL_RETRIEVAL_*`` name in ``names`` that is no setting: a typo
+    (INJECTK for INJECT_K) is otherwise ignored without a word.  Doctor asks (cold path); queries and hooks never do, so they
+    pay nothing for it."""
+    import difflib
+    out = []
+    for name in sorted(names):
+        if name.startswith("SKILL_RETRIEVAL_") and name not in TABLE:
+            close = difflib.get_close_matches(name, TABLE, n=1, cutoff=0.8)
+            out.append((name, close[0] if close else None))
+    return out
+
+
 def k_value(raw):
     """The one rule for ``-k``: a whole number from 1 to K_MAX.  Returns the
     int or raises ValueError naming the rule (used by the fast parser,

@@ -616,6 +616,16 @@ def _records(report):
                      "move it away; the next `skill-retrieve install RUNNER` writes it again")
 
 
+def _unknown_settings(report):
+    """One warning per ``SKILL_RETRIEVAL_*`` variable that is no setting
+    (``settings.unknown``), with the one it is closest to."""
+    from retriever import settings
+    for name, meant in settings.unknown(k.decode("utf-8", "replace") for k in os.environb):
+        # One line each: the name meant is the fix.
+        _finding(report, "warn", "%s is not a setting, so it is ignored; %s"
+                 % (name, "did you mean %s?" % meant if meant else "the settings: skill-retrieve --help"))
+
+
 def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, project=None):
     """Run every check; returns the report dict (``healthy``, ``roots``,
     ``indexes``, ``runners``, ``probes``, ``findings``).  Project-level
@@ -643,6 +653,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
     for info in installed:
         _names_only(report, info, cwd)
     _records(report)
+    _unknown_settings(report)
     if runner != "all" and not installed:
         _finding(report, "error", "%s: skill-retrieve is not installed" % runner,
                  "skill-retrieve install %s" % runner)
