@@ -157,11 +157,15 @@ def unknown(names):
     (INJECTK for INJECT_K) is otherwise ignored without a word.  Doctor asks (cold path); queries and hooks never do, so they
     pay nothing for it."""
     import difflib
+    prefix = "SKILL_RETRIEVAL_"
+    # The part after the prefix: every name shares the prefix, which
+    # would make any two of them look alike.
+    known = {n[len(prefix):]: n for n in TABLE}
     out = []
     for name in sorted(names):
-        if name.startswith("SKILL_RETRIEVAL_") and name not in TABLE:
-            close = difflib.get_close_matches(name, TABLE, n=1, cutoff=0.8)
-            out.append((name, close[0] if close else None))
+        if name.startswith(prefix) and name not in TABLE:
+            close = difflib.get_close_matches(name[len(prefix):], known, n=1, cutoff=0.75)
+            out.append((name, known[close[0]] if close else None))
     return out
 
 
