@@ -410,6 +410,17 @@ def check_roots(roots):
         "none of the --root folders exists (%s); nothing searched" % ", ".join(bad)
 
 
+def refuse_roots(roots):
+    """2 (the usage error's exit code) after one line on stderr when
+    ``check_roots`` refuses ``roots``, else None: every command taking
+    ``--root`` (query, build, explain, doctor, tokens) says it alike."""
+    bad = check_roots(roots) if roots else None
+    if bad:
+        warn("error: %s" % bad)
+        return 2
+    return None
+
+
 def query_text(words):
     """The query: ``words`` joined, else all of stdin.  A person at a
     terminal who typed no words gets a hint first, not a silent wait."""

@@ -162,3 +162,16 @@ def test_misspelled_setting_is_named_with_the_one_meant(cli, homes, home):
     rep = json.loads(cli("doctor", "--no-probe", "--format", "json",
                          env=dict(homes, SKILL_RETRIEVAL_INJECTK="2")).stdout)
     assert [f for f in rep["findings"] if "SKILL_RETRIEVAL_INJECTK" in f["what"]]
+
+
+def test_a_file_given_as_root_is_one_usage_error(run, home, tmp_path):
+    # doctor --root FILE said "0 skills" and "no skills found" where query,
+    # build and explain say the file is no folder.
+    add_skills(home)
+    f = tmp_path / "notes.txt"
+    f.write_text("not a skill folder\n")
+    proc = run("doctor", "--root", str(f), "--no-probe")
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "%s: a file, not a folder" % f in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

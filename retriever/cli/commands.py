@@ -208,10 +208,9 @@ def run_query(args):
     from retriever.service import write_out
     opts = {"roots": args.root, "index": args.index, "k": args.k, "platform": args.platform,
             "fresh": args.fresh, "rerank": args.rerank, "runner": args.runner}
-    bad = service.check_roots(args.root) if args.root else None
-    if bad:
-        sys.stderr.write("skill-retrieve: error: %s\n" % bad)
-        return 2
+    refused = service.refuse_roots(args.root)
+    if refused:
+        return refused
     if args.runner and not args.root:
         from retriever.runners import skillsets
         try:

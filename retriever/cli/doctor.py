@@ -906,7 +906,11 @@ def add_arguments(parser):
 
 
 def run(args):
-    """``skill-retrieve doctor``; 0 when healthy, 1 otherwise."""
+    """``skill-retrieve doctor``; 0 when healthy, 1 otherwise, 2 on a
+    usage error (a --root that is no folder)."""
+    refused = service.refuse_roots(args.root)
+    if refused:  # as a query: "0 skills" would hide the typo
+        return refused
     report = diagnose(args.runner, args.root, args.index, do_probe=not args.no_probe, project=args.project)
     if args.format == "json":
         sys.stdout.write(json.dumps(report, indent=1, default=str) + "\n")

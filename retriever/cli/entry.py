@@ -227,10 +227,9 @@ def main(argv=None):
             locate.log("hook %s: %s: %s" % (opts["hook"], type(exc).__name__, exc))
             return 0
     if opts["roots"]:
-        bad = service.check_roots(opts["roots"])
-        if bad:
-            warn("error: %s" % bad)
-            return 2
+        refused = service.refuse_roots(opts["roots"])
+        if refused:
+            return refused
     elif opts["runner"]:
         from retriever.runners import skillsets
         try:

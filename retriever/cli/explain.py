@@ -59,10 +59,9 @@ def run(args):
     """Print the explanation; returns the exit code."""
     from retriever import build, query, semantic, service, settings, skills, store
     from retriever.service import query_text
-    bad = service.check_roots(args.root) if args.root else None
-    if bad:  # as a query: a typo must not explain an empty library
-        sys.stderr.write("skill-retrieve: error: %s\n" % bad)
-        return 2
+    refused = service.refuse_roots(args.root)
+    if refused:  # as a query: a typo must not explain an empty library
+        return refused
     text = query_text(args.words)
     top_k, inject_k = settings.limits(args.k)
     idx, path = service.open_index({"roots": args.root, "index": args.index, "platform": args.platform})
