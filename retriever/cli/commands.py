@@ -171,10 +171,10 @@ def run_build(args):
     if not header["n_docs"]:
         # "0 skills ... 0 problems" read like a healthy empty library; most
         # often the folder is the wrong one.
-        where = ("looked for SKILL.md files below %s" % ", ".join(r["path"] for r in scope["roots"])
-                 if scope["roots"] else "no skill folder exists (see above)")
-        sys.stdout.write("built %s: no skills found; %s%s\n" % (
-            path, where, "; %s (see above)" % plural(len(problems), "problem") if problems else ""))
+        said = (service.no_skills(scope["roots"], True) if scope["roots"]
+                else "no skills found; no skill folder exists (see above)")
+        sys.stdout.write("built %s: %s%s\n" % (
+            path, said, "; %s (see above)" % plural(len(problems), "problem") if problems else ""))
         semantic.build_vectors(path)  # an empty vector file; no model to load
         return 0
     sys.stdout.write("built %s: %s from %s, %d disabled, %d shadowed, %s, %.2fs%s\n"
