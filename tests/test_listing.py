@@ -306,7 +306,7 @@ def test_doctor_shows_names_only_per_runner(run, home):
     assert no["state"] == "on" and no["covered"] == 1
     assert [n for n, _ in no["full"]] == ["late"] and "next" in no["full"][0][1]
     text = run("doctor", "--runner", "claude-code", "--no-probe").stdout
-    assert "names only: on, 1 skill(s) listed by name" in text and "in full: late" in text
+    assert "names only: on, 1 skill listed by name" in text and "in full: late" in text
 
 
 def test_doctor_warns_when_names_only_is_off(run, home):

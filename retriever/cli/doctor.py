@@ -849,8 +849,9 @@ def render_text(report):
             w("         python: %s (%s, %s)" % (_home(hook["interpreter"]), what, site))
         no = r.get("names_only")
         if no:
-            w("         names only: %s" % {"on": "on, %d skill(s) listed by name" % no["covered"],
-                                          "user": "on (set by you), %d skill(s) listed by name" % no["covered"],
+            w("         names only: %s" % {"on": "on, %s listed by name" % plural(no["covered"], "skill"),
+                                          "user": "on (set by you), %s listed by name"
+                                                  % plural(no["covered"], "skill"),
                                           "off": "off: every description is listed",
                                           "broken": "unknown",
                                           "native": "the runner lists names only itself"}[no["state"]]
