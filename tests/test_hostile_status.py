@@ -43,10 +43,8 @@ FILES = {
     "roots file": ("home/.config/skill-retrieval/roots", ("roots list", "explain", "doctor"), "text"),
 }
 
-# Read by the hook's skill sets, which treat a bad one as empty (hot
-# path, silent); doctor does not name them yet.  A file where the Cline
-# hooks folder should be means no hook there: "not installed".
-UNNAMED = ("claude installed_plugins.json", "gemini extension-enablement.json", "cline hooks folder")
+# A file where the Cline hooks folder should be means no hook there: "not installed".
+UNNAMED = ("cline hooks folder",)
 
 FORMS = ("fifo", "folder", "non-utf8", "invalid", "list", "string", "wrong-value", "dangling", "loop", "mode-000")
 

@@ -616,6 +616,37 @@ def _records(report):
                      "move it away; the next `skill-retrieve install RUNNER` writes it again")
 
 
+def _skill_set_files(report, selected):
+    """The runners' files a hook's skill set reads beside the settings:
+    Claude Code's installed plugins, Gemini CLI's extension switches.  The
+    hook reads a damaged one as empty, silently (hot path); doctor names
+    each in one warning line, with what that costs."""
+    from retriever import fileutil
+    files = []
+    if "claude-code" in selected:
+        files.append(("claude-code", skillsets.claude_plugins_file(skillsets.claude_config_dir()),
+                      "the skills of Claude Code's plugins are left out of its skill set",
+                      "move it away, then `claude plugin install NAME` for each plugin"))
+    if "gemini" in selected:
+        files.append(("gemini", skillsets.gemini_enablement_file(locate.home()),
+                      "every Gemini CLI extension's skills count as enabled in every folder",
+                      "move it away, then `gemini extensions disable NAME` where one should be off"))
+    for runner, path, cost, fix in files:
+        try:
+            # Any bytes, as the skill set reads it (undecodable ones replaced).
+            text = fileutil.read_text(path, errors="replace")
+            problem = None
+            if text is not None and text.strip():
+                install.parse_settings(text, path)
+        except fileutil.Unreadable as exc:
+            problem = str(exc)
+        except install.Refused as exc:
+            problem = str(exc).split("; ")[0]
+        if problem:
+            _finding(report, "warn", "%s: %s, so skill-retrieve reads it as empty: %s" % (runner, problem, cost),
+                     fix)
+
+
 def _unknown_settings(report):
     """One warning per ``SKILL_RETRIEVAL_*`` variable that is no setting
     (``settings.unknown``), with the one it is closest to."""
@@ -653,6 +684,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
     for info in installed:
         _names_only(report, info, cwd)
     _records(report)
+    _skill_set_files(report, selected)
     _unknown_settings(report)
     if runner != "all" and not installed:
         _finding(report, "error", "%s: skill-retrieve is not installed" % runner,
