@@ -74,13 +74,47 @@ def _kind(mode):
             "a socket" if stat.S_ISSOCK(mode) else "a device")
 
 
+class InTheWay(Unchanged):
+    """A file (a FIFO, a symlink loop) stands where a folder above the
+    path should be, so the path cannot be there: left unchanged."""
+
+
+def in_the_way(path):
+    """One line naming what stands where a folder above ``path`` should be
+    ("~/Documents/Cline/Hooks is a file, not a folder: ... cannot be in
+    it"), else None.  Asked only once opening ``path`` failed (ENOTDIR,
+    ELOOP): "cannot read .../Hooks/UserPromptSubmit (Not a directory)"
+    named a file that is not there, not the one in the way."""
+    import errno
+    import stat
+    d = os.path.dirname(os.path.abspath(path))
+    while d != "/":
+        if os.path.lexists(d):
+            if os.path.isdir(d):
+                return None
+            try:
+                mode = os.stat(d).st_mode
+                what = "a file" if stat.S_ISREG(mode) else _kind(mode)
+            except OSError as exc:
+                what = "a symlink loop" if exc.errno == errno.ELOOP else "a broken link"
+            return "%s is %s, not a folder: %s cannot be in it" % (d, what, path)
+        d = os.path.dirname(d)
+    return None
+
+
 def refuse_special(path):
-    """NotAFile when ``path`` exists (through links) and is not a regular file."""
+    """NotAFile when ``path`` exists (through links) and is not a regular
+    file; InTheWay when a file stands where a folder above it should be."""
     import stat
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return
+    except OSError:
+        blocked = in_the_way(path)
+        if blocked:
+            raise InTheWay("%s; left unchanged - move it away, then try again" % blocked) from None
+        raise
     if not stat.S_ISREG(mode):
         raise NotAFile("%s is %s, not a file; left unchanged" % (path, _kind(mode)))
 
@@ -307,7 +341,7 @@ def read_text(path, errors="strict"):
             kind = "not a file"
         raise Unreadable("%s is %s, not a file" % (path, kind)) from None
     except OSError as exc:
-        raise Unreadable("cannot read %s (%s)" % (path, exc.strerror or exc)) from None
+        raise Unreadable(in_the_way(path) or "cannot read %s (%s)" % (path, exc.strerror or exc)) from None
     if raw is None:
         return None
     try:
