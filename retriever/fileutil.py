@@ -9,6 +9,7 @@ rewrite it meanwhile: its change is merged, never lost).  Cold path.
 
 import contextlib
 import os
+import sys
 import threading
 import time
 
@@ -73,13 +74,47 @@ def _kind(mode):
             "a socket" if stat.S_ISSOCK(mode) else "a device")
 
 
+class InTheWay(Unchanged):
+    """A file (a FIFO, a symlink loop) stands where a folder above the
+    path should be, so the path cannot be there: left unchanged."""
+
+
+def in_the_way(path):
+    """One line naming what stands where a folder above ``path`` should be
+    ("~/Documents/Cline/Hooks is a file, not a folder: ... cannot be in
+    it"), else None.  Asked only once opening ``path`` failed (ENOTDIR,
+    ELOOP): "cannot read .../Hooks/UserPromptSubmit (Not a directory)"
+    named a file that is not there, not the one in the way."""
+    import errno
+    import stat
+    d = os.path.dirname(os.path.abspath(path))
+    while d != "/":
+        if os.path.lexists(d):
+            if os.path.isdir(d):
+                return None
+            try:
+                mode = os.stat(d).st_mode
+                what = "a file" if stat.S_ISREG(mode) else _kind(mode)
+            except OSError as exc:
+                what = "a symlink loop" if exc.errno == errno.ELOOP else "a broken link"
+            return "%s is %s, not a folder: %s cannot be in it" % (d, what, path)
+        d = os.path.dirname(d)
+    return None
+
+
 def refuse_special(path):
-    """NotAFile when ``path`` exists (through links) and is not a regular file."""
+    """NotAFile when ``path`` exists (through links) and is not a regular
+    file; InTheWay when a file stands where a folder above it should be."""
     import stat
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return
+    except OSError:
+        blocked = in_the_way(path)
+        if blocked:
+            raise InTheWay("%s; left unchanged - move it away, then try again" % blocked) from None
+        raise
     if not stat.S_ISREG(mode):
         raise NotAFile("%s is %s, not a file; left unchanged" % (path, _kind(mode)))
 
@@ -306,7 +341,7 @@ def read_text(path, errors="strict"):
             kind = "not a file"
         raise Unreadable("%s is %s, not a file" % (path, kind)) from None
     except OSError as exc:
-        raise Unreadable("cannot read %s (%s)" % (path, exc.strerror or exc)) from None
+        raise Unreadable(in_the_way(path) or "cannot read %s (%s)" % (path, exc.strerror or exc)) from None
     if raw is None:
         return None
     try:
@@ -413,28 +448,49 @@ def _flock(fd, wait, busy):
 ATTEMPTS = 50
 
 
-_plans = threading.local()  # {real path: bytes or None} while a dry run plans (``planning``)
+# While a dry run plans (``planning``): files {real path: bytes or None},
+# shown {real path: (path as named, text or DELETE)}.
+_plans = threading.local()
 
 
 @contextlib.contextmanager
-def planning():
+def planning(out=None):
     """A dry run of several updates: within it, each ``update(...,
     dry_run=True)`` reads what the updates before it would have left
-    (uninstall's two halves change one settings file in turn), so each
-    shows what the real run will write.  Nothing is written."""
+    (install's and uninstall's two halves change one settings file in
+    turn), so each shows what the real run will write.  Nothing is written.
+
+    Each file is shown once, as the last update leaves it: ``would`` only
+    notes it, and the outermost ``planning`` writes the notes to ``out``
+    (default stdout) as it ends, in the order the files were first planned.
+    Shown after each half, Claude Code's settings.json appeared twice, the
+    first time without the half that came second."""
     outer = getattr(_plans, "files", None)
     if outer is None:
-        _plans.files = {}
+        _plans.files, _plans.shown = {}, {}
     try:
         yield
+        if outer is None:
+            (out or sys.stdout).write("".join(_would(p, new) for p, new in _plans.shown.values()))
     finally:
         if outer is None:
-            _plans.files = None
+            _plans.files = _plans.shown = None
 
 
 def would(path, new):
     """What a dry run says about an ``update`` of ``path`` that returned
-    ``new`` (text or DELETE): the text it would write, or the deletion."""
+    ``new`` (text or DELETE): the text it would write, or the deletion.
+    Within ``planning`` it returns "" and ``planning`` says it at the end."""
+    shown = getattr(_plans, "shown", None)
+    if shown is not None:
+        # Keyed by the file itself: the two halves may name it differently.
+        real = os.path.realpath(path)
+        shown[real] = (shown[real][0] if real in shown else path, new)
+        return ""
+    return _would(path, new)
+
+
+def _would(path, new):
     if new is DELETE:
         return "would delete %s\n" % path
     return "would write %s:\n%s%s" % (path, new, "" if new.endswith("\n") else "\n")

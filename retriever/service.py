@@ -159,22 +159,31 @@ def rebuild(path, roots, platform, reason, quiet=False, only_hermes=False, herme
             sys.stderr.write(" rebuilt it (%s, %s with problems, %.2fs)\n"
                              % (plural(header["n_docs"], "skill"), plural(len(problems), "file"),
                                 time.perf_counter() - t0))
-    if not scope["explicit"] and not header["n_docs"]:
+    if not header["n_docs"]:
         # The next query finds this (empty) index and answers nothing
         # without building again: ``answer`` repeats this to a terminal.
-        note_no_skills(scope["roots"], quiet)
+        note_no_skills(scope["roots"], quiet, scope["explicit"])
     return memory.get("idx")
 
 
 _NOTED = []  # the note below was printed by this process
 
 
-def note_no_skills(roots, quiet=False):
-    """Say that the default folders (``roots``: the ones that exist) hold
-    no skills and how to name yours: on stderr, or in the log when
-    ``quiet`` (hooks, the plugin)."""
-    msg = ("no skills in the default folders (%s); name yours once with `skill-retrieve roots add DIR` "
-           "or SKILL_RETRIEVAL_ROOTS" % (", ".join(r["path"] for r in roots) or "none of them exists"))
+def no_skills(roots, explicit):
+    """The line saying ``roots`` (root dicts: the ones that exist) hold no
+    skill: the folders named (``--root``; ``build`` says it too), or the
+    default ones, with how to name yours."""
+    where = ", ".join(r["path"] for r in roots)
+    if explicit:
+        return "no skills found; looked for SKILL.md files below %s" % where
+    return ("no skills in the default folders (%s); name yours once with `skill-retrieve roots add DIR` "
+            "or SKILL_RETRIEVAL_ROOTS" % (where or "none of them exists"))
+
+
+def note_no_skills(roots, quiet=False, explicit=False):
+    """Say ``no_skills``: on stderr, or in the log when ``quiet`` (hooks,
+    the plugin)."""
+    msg = no_skills(roots, explicit)
     if quiet:
         locate.log(msg)
     else:
@@ -315,12 +324,11 @@ def answer(text, req, idx=None):
                 return [], None
         else:
             idx, _ = open_index(req)
-            if not idx["header"]["n_docs"] and not idx["header"]["explicit"] and not req.get("quiet") \
-                    and not _NOTED and posix.isatty(2):
-                # An empty default index answers nothing: a person at a
-                # terminal hears why on every query, a script only when
-                # the index is built.
-                note_no_skills(idx["header"]["roots"])
+            if not idx["header"]["n_docs"] and not req.get("quiet") and not _NOTED and posix.isatty(2):
+                # An empty index answers nothing: a person at a terminal
+                # hears why on every query (else "nothing relevant" is
+                # what it looks like), a script only when it is built.
+                note_no_skills(idx["header"]["roots"], explicit=idx["header"]["explicit"])
         path = req["_path"]
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
@@ -408,6 +416,17 @@ def check_roots(roots):
         return None
     return "%s; nothing searched" % bad[0] if len(bad) == 1 else \
         "none of the --root folders exists (%s); nothing searched" % ", ".join(bad)
+
+
+def refuse_roots(roots):
+    """2 (the usage error's exit code) after one line on stderr when
+    ``check_roots`` refuses ``roots``, else None: every command taking
+    ``--root`` (query, build, explain, doctor, tokens) says it alike."""
+    bad = check_roots(roots) if roots else None
+    if bad:
+        warn("error: %s" % bad)
+        return 2
+    return None
 
 
 def query_text(words):

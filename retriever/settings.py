@@ -151,6 +151,24 @@ def get(name, warn=None, raw=None):
         return default
 
 
+def unknown(names):
+    """``(name, the setting it is closest to, or None)`` for each
+    ``SKILL_RETRIEVAL_*`` name in ``names`` that is no setting: a typo
+    (INJECTK for INJECT_K) is otherwise ignored without a word.  Doctor asks (cold path); queries and hooks never do, so they
+    pay nothing for it."""
+    import difflib
+    prefix = "SKILL_RETRIEVAL_"
+    # The part after the prefix: every name shares the prefix, which
+    # would make any two of them look alike.
+    known = {n[len(prefix):]: n for n in TABLE}
+    out = []
+    for name in sorted(names):
+        if name.startswith(prefix) and name not in TABLE:
+            close = difflib.get_close_matches(name[len(prefix):], known, n=1, cutoff=0.75)
+            out.append((name, known[close[0]] if close else None))
+    return out
+
+
 def k_value(raw):
     """The one rule for ``-k``: a whole number from 1 to K_MAX.  Returns the
     int or raises ValueError naming the rule (used by the fast parser,

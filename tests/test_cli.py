@@ -330,6 +330,19 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path, args):
     assert not cache.exists() or not any(f.endswith(".skr") for f in os.listdir(cache))
 
 
+@pytest.mark.parametrize("args,meant", [(["--format", "jsn", "x"], "json"), (["query", "--format=txt", "x"], "text"),
+                                       (["--format", "xml", "x"], None), (["-k", "0", "x"], None)])
+def test_a_bad_query_flag_points_at_the_help_that_lists_it(cli, args, meant):
+    # "see skill-retrieve --help" sent the user to a page without --format
+    # or -k; a near miss ("jsn") now gets the value meant.
+    proc = cli(*args)
+    assert_clean(proc, 2)
+    assert proc.stderr.endswith("(see skill-retrieve query --help)\n"), proc.stderr
+    assert ("did you mean %s?" % meant in proc.stderr) if meant else "did you mean" not in proc.stderr
+    helptext = cli("query", "--help").stdout
+    assert "--format" in helptext and "-k N" in helptext
+
+
 @pytest.mark.parametrize("args", [["--help"], ["-h"], ["query", "--help"], ["build", "--help"]])
 def test_help_exits_0(cli, args):
     proc = cli(*args)

@@ -143,3 +143,35 @@ def test_runner_not_installed(run, home):
     proc = run("doctor", "--runner", "codex")
     assert_clean(proc, 1)
     assert "fix: %s install codex" % BIN in proc.stdout
+
+
+def test_misspelled_setting_is_named_with_the_one_meant(cli, homes, home):
+    # SKILL_RETRIEVAL_INJECTK=2 was ignored without a word: the user kept
+    # getting six skills and no hint why.  Doctor names each unknown
+    # variable once, with the setting it is closest to.
+    add_skills(home)
+    proc = cli("doctor", "--no-probe", env=dict(homes, SKILL_RETRIEVAL_INJECTK="2",
+                                                 SKILL_RETRIEVAL_WHATEVER="1", SKILL_RETRIEVAL_TOP_K="3"))
+    lines = [l for l in proc.stdout.splitlines() if "SKILL_RETRIEVAL_" in l and "warn" in l]
+    assert len(lines) == 2, proc.stdout
+    (typo,) = [l for l in lines if "INJECTK" in l]
+    assert "did you mean SKILL_RETRIEVAL_INJECT_K?" in typo
+    (other,) = [l for l in lines if "WHATEVER" in l]
+    assert "did you mean" not in other
+    assert "SKILL_RETRIEVAL_TOP_K" not in proc.stdout  # a known setting is no finding
+    rep = json.loads(cli("doctor", "--no-probe", "--format", "json",
+                         env=dict(homes, SKILL_RETRIEVAL_INJECTK="2")).stdout)
+    assert [f for f in rep["findings"] if "SKILL_RETRIEVAL_INJECTK" in f["what"]]
+
+
+def test_a_file_given_as_root_is_one_usage_error(run, home, tmp_path):
+    # doctor --root FILE said "0 skills" and "no skills found" where query,
+    # build and explain say the file is no folder.
+    add_skills(home)
+    f = tmp_path / "notes.txt"
+    f.write_text("not a skill folder\n")
+    proc = run("doctor", "--root", str(f), "--no-probe")
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "%s: a file, not a folder" % f in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

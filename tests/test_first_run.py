@@ -238,8 +238,9 @@ def test_explain_says_which_query_terms_coverage_counts(cli, tmp_path):
     proc = cli("explain", "--root", root, "请帮我把这个pdf文件里的文字提取出来")
     assert_clean(proc)
     line = [l for l in proc.stdout.splitlines() if l.startswith("coverage counts")][0]
-    assert "1 term(s) in some skill" in line
-    assert "not counted: 14 CJK pair(s) in no skill" in line
+    # In agreement with the count (render.plural), not "term(s)".
+    assert "1 term in some skill" in line
+    assert "not counted: 14 CJK pairs in no skill" in line
 
 
 def test_k_is_documented_as_a_maximum(cli):
@@ -436,3 +437,28 @@ def test_the_empty_default_folders_note_repeats_to_a_terminal_only(cli, cli_env,
         assert shown.count(note) == 1, shown
         assert "roots add" in shown
     assert note not in cli("rotate my k8s certs").stderr
+
+
+def test_a_query_over_an_empty_root_says_so_at_a_terminal(cli, cli_env, tmp_path):
+    # --root EMPTYDIR (it exists, no SKILL.md below it) answered nothing
+    # without a word once its index was built, where build says "no
+    # skills found": the person took it for "nothing relevant".
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    note = "no skills found; looked for SKILL.md files below %s" % empty
+    first = cli("--root", empty, "rotate", "my", "certs")  # builds the index: says it once
+    assert_clean(first)
+    assert first.stdout == "" and first.stderr.count(note) == 1, first.stderr
+    for args in ([], ["query", "--format", "json"]):
+        code, out, shown = _on_a_terminal(args + ["--root", empty, "rotate", "my", "certs"], cli_env,
+                                          tmp_path)
+        assert code == 0, shown
+        assert shown.count(note) == 1 and shown.count("\n") == 1, shown  # one line, on stderr
+        assert out == "" if not args else json.loads(out)["results"] == []
+    # A script hears it once, when the index is built; a hook never.
+    again = cli("--root", empty, "rotate", "my", "certs")
+    assert_clean(again)
+    assert again.stdout == "" and again.stderr == ""
+    hook = cli("hook", "claude-code", "--root", empty, input=json.dumps({"prompt": "rotate my certs"}))
+    assert_clean(hook)
+    assert hook.stdout == "" and hook.stderr == ""

@@ -230,6 +230,23 @@ def test_unparseable_file_is_refused_and_untouched(runner, text, command, run, h
     assert backups(path) == []
 
 
+@pytest.mark.parametrize("command", [["install", "cline"], ["install", "cline", "--dry-run"],
+                                     ["doctor", "--runner", "cline", "--no-probe"]])
+def test_a_file_where_the_cline_hooks_folder_goes_is_named(run, home, tmp_path, command):
+    # ~/Documents/Cline/Hooks a file: install said "cannot update
+    # .../Hooks/UserPromptSubmit: Not a directory" and doctor "cannot read"
+    # that file, naming one that is not there and not the one in the way.
+    hooks = os.path.dirname(user_file("cline", home, tmp_path))
+    os.makedirs(os.path.dirname(hooks))
+    with open(hooks, "w") as f:
+        f.write("notes\n")
+    proc = run(*command)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, (proc.stdout, proc.stderr)
+    said = [l for l in (proc.stdout + proc.stderr).splitlines() if hooks in l]
+    assert len(said) == 1 and "%s is a file, not a folder" % hooks in said[0], said
+    assert open(hooks).read() == "notes\n"
+
+
 def test_dry_run_writes_nothing(run, home, tmp_path):
     proc = ok(run("install", "gemini", "--dry-run"))
     assert '"BeforeAgent"' in proc.stdout and "5000" in proc.stdout

@@ -306,7 +306,7 @@ def test_doctor_shows_names_only_per_runner(run, home):
     assert no["state"] == "on" and no["covered"] == 1
     assert [n for n, _ in no["full"]] == ["late"] and "next" in no["full"][0][1]
     text = run("doctor", "--runner", "claude-code", "--no-probe").stdout
-    assert "names only: on, 1 skill(s) listed by name" in text and "in full: late" in text
+    assert "names only: on, 1 skill listed by name" in text and "in full: late" in text
 
 
 def test_doctor_warns_when_names_only_is_off(run, home):
@@ -570,6 +570,24 @@ def test_uninstall_dry_run_changes_no_file_and_no_record(runner, run, home, tmp_
     assert_clean(proc)
     assert "would" in proc.stdout
     assert {root: _snapshot(root) for root in before} == before
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "gemini"])
+def test_install_dry_run_shows_each_file_once_as_install_writes_it(runner, run, home, codex_home):
+    # Both halves of install change one settings file: the dry run printed
+    # it twice (the hook alone, then with the names-only entries), so a
+    # reader could not tell which one install would write.
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    hooks = HOOK_FILE[runner](home, codex_home)
+    shown = run("install", runner, "--dry-run")
+    assert_clean(shown)
+    assert shown.stdout.count("would write %s:\n" % hooks) == 1, shown.stdout
+    assert not os.path.exists(hooks)
+    assert_clean(run("install", runner))
+    for path in set(shown.stdout.split("would write ")[1:]):
+        name, text = path.split(":\n", 1)
+        assert shown.stdout.count("would write %s:\n" % name) == 1, (name, shown.stdout)
+        assert text == read(name).decode(), (name, text)
 
 
 HOOK_FILE = {"claude-code": lambda h, c: claude_settings(h), "codex": lambda h, c: str(c / "hooks.json"),

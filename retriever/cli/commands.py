@@ -171,10 +171,10 @@ def run_build(args):
     if not header["n_docs"]:
         # "0 skills ... 0 problems" read like a healthy empty library; most
         # often the folder is the wrong one.
-        where = ("looked for SKILL.md files below %s" % ", ".join(r["path"] for r in scope["roots"])
-                 if scope["roots"] else "no skill folder exists (see above)")
-        sys.stdout.write("built %s: no skills found; %s%s\n" % (
-            path, where, "; %s (see above)" % plural(len(problems), "problem") if problems else ""))
+        said = (service.no_skills(scope["roots"], True) if scope["roots"]
+                else "no skills found; no skill folder exists (see above)")
+        sys.stdout.write("built %s: %s%s\n" % (
+            path, said, "; %s (see above)" % plural(len(problems), "problem") if problems else ""))
         semantic.build_vectors(path)  # an empty vector file; no model to load
         return 0
     sys.stdout.write("built %s: %s from %s, %d disabled, %d shadowed, %s, %.2fs%s\n"
@@ -208,10 +208,9 @@ def run_query(args):
     from retriever.service import write_out
     opts = {"roots": args.root, "index": args.index, "k": args.k, "platform": args.platform,
             "fresh": args.fresh, "rerank": args.rerank, "runner": args.runner}
-    bad = service.check_roots(args.root) if args.root else None
-    if bad:
-        sys.stderr.write("skill-retrieve: error: %s\n" % bad)
-        return 2
+    refused = service.refuse_roots(args.root)
+    if refused:
+        return refused
     if args.runner and not args.root:
         from retriever.runners import skillsets
         try:

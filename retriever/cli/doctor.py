@@ -616,6 +616,47 @@ def _records(report):
                      "move it away; the next `skill-retrieve install RUNNER` writes it again")
 
 
+def _skill_set_files(report, selected):
+    """The runners' files a hook's skill set reads beside the settings:
+    Claude Code's installed plugins, Gemini CLI's extension switches.  The
+    hook reads a damaged one as empty, silently (hot path); doctor names
+    each in one warning line, with what that costs."""
+    from retriever import fileutil
+    files = []
+    if "claude-code" in selected:
+        files.append(("claude-code", skillsets.claude_plugins_file(skillsets.claude_config_dir()),
+                      "the skills of Claude Code's plugins are left out of its skill set",
+                      "move it away, then `claude plugin install NAME` for each plugin"))
+    if "gemini" in selected:
+        files.append(("gemini", skillsets.gemini_enablement_file(locate.home()),
+                      "every Gemini CLI extension's skills count as enabled in every folder",
+                      "move it away, then `gemini extensions disable NAME` where one should be off"))
+    for runner, path, cost, fix in files:
+        try:
+            # Any bytes, as the skill set reads it (undecodable ones replaced).
+            text = fileutil.read_text(path, errors="replace")
+            problem = None
+            if text is not None and text.strip():
+                install.parse_settings(text, path)
+        except fileutil.Unreadable as exc:
+            problem = str(exc)
+        except install.Refused as exc:
+            problem = str(exc).split("; ")[0]
+        if problem:
+            _finding(report, "warn", "%s: %s, so skill-retrieve reads it as empty: %s" % (runner, problem, cost),
+                     fix)
+
+
+def _unknown_settings(report):
+    """One warning per ``SKILL_RETRIEVAL_*`` variable that is no setting
+    (``settings.unknown``), with the one it is closest to."""
+    from retriever import settings
+    for name, meant in settings.unknown(k.decode("utf-8", "replace") for k in os.environb):
+        # One line each: the name meant is the fix.
+        _finding(report, "warn", "%s is not a setting, so it is ignored; %s"
+                 % (name, "did you mean %s?" % meant if meant else "the settings: skill-retrieve --help"))
+
+
 def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, project=None):
     """Run every check; returns the report dict (``healthy``, ``roots``,
     ``indexes``, ``runners``, ``probes``, ``findings``).  Project-level
@@ -643,6 +684,8 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
     for info in installed:
         _names_only(report, info, cwd)
     _records(report)
+    _skill_set_files(report, selected)
+    _unknown_settings(report)
     if runner != "all" and not installed:
         _finding(report, "error", "%s: skill-retrieve is not installed" % runner,
                  "skill-retrieve install %s" % runner)
@@ -838,8 +881,9 @@ def render_text(report):
             w("         python: %s (%s, %s)" % (_home(hook["interpreter"]), what, site))
         no = r.get("names_only")
         if no:
-            w("         names only: %s" % {"on": "on, %d skill(s) listed by name" % no["covered"],
-                                          "user": "on (set by you), %d skill(s) listed by name" % no["covered"],
+            w("         names only: %s" % {"on": "on, %s listed by name" % plural(no["covered"], "skill"),
+                                          "user": "on (set by you), %s listed by name"
+                                                  % plural(no["covered"], "skill"),
                                           "off": "off: every description is listed",
                                           "broken": "unknown",
                                           "native": "the runner lists names only itself"}[no["state"]]
@@ -895,7 +939,11 @@ def add_arguments(parser):
 
 
 def run(args):
-    """``skill-retrieve doctor``; 0 when healthy, 1 otherwise."""
+    """``skill-retrieve doctor``; 0 when healthy, 1 otherwise, 2 on a
+    usage error (a --root that is no folder)."""
+    refused = service.refuse_roots(args.root)
+    if refused:  # as a query: "0 skills" would hide the typo
+        return refused
     report = diagnose(args.runner, args.root, args.index, do_probe=not args.no_probe, project=args.project)
     if args.format == "json":
         sys.stdout.write(json.dumps(report, indent=1, default=str) + "\n")

@@ -110,7 +110,9 @@ def _parse_one(args, i, opts, hook, words_only):
             opts["runner"] = val
         elif name == "--format":
             if val not in ("text", "json"):
-                raise Usage("--format must be text or json, not %r" % val)
+                from retriever.cli import did_you_mean
+                raise Usage("--format must be text or json, not %r%s"
+                            % (val, did_you_mean(val, ("text", "json"), quote=False)))
             opts["format"] = val
         else:
             opts["k"] = _k(val)
@@ -211,7 +213,9 @@ def main(argv=None):
     try:
         opts = parse_fast(argv)
     except Usage as exc:
-        warn("error: %s (see skill-retrieve --help)" % exc)
+        # The flags parsed here are the query's, which the top-level help
+        # does not list.
+        warn("error: %s (see skill-retrieve query --help)" % exc)
         return 2
     if opts is None:
         locate.enable_site()
@@ -227,10 +231,9 @@ def main(argv=None):
             locate.log("hook %s: %s: %s" % (opts["hook"], type(exc).__name__, exc))
             return 0
     if opts["roots"]:
-        bad = service.check_roots(opts["roots"])
-        if bad:
-            warn("error: %s" % bad)
-            return 2
+        refused = service.refuse_roots(opts["roots"])
+        if refused:
+            return refused
     elif opts["runner"]:
         from retriever.runners import skillsets
         try:

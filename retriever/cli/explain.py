@@ -14,7 +14,7 @@ comparing fused score with fused score and BM25 with BM25.
 import sys
 
 from retriever.cli.commands import k_type
-from retriever.render import one_line
+from retriever.render import one_line, plural
 
 
 def add_arguments(p):
@@ -59,10 +59,9 @@ def run(args):
     """Print the explanation; returns the exit code."""
     from retriever import build, query, semantic, service, settings, skills, store
     from retriever.service import query_text
-    bad = service.check_roots(args.root) if args.root else None
-    if bad:  # as a query: a typo must not explain an empty library
-        sys.stderr.write("skill-retrieve: error: %s\n" % bad)
-        return 2
+    refused = service.refuse_roots(args.root)
+    if refused:  # as a query: a typo must not explain an empty library
+        return refused
     text = query_text(args.words)
     top_k, inject_k = settings.limits(args.k)
     idx, path = service.open_index({"roots": args.root, "index": args.index, "platform": args.platform})
@@ -102,9 +101,9 @@ def run(args):
         # words, so their absence says nothing (query.n_scored).
         skipped = [t for t in unknown if query.is_cjk_token(t)]
         if skipped:
-            w("coverage counts %d term(s) in some skill and %d in none; not counted: %d CJK pair(s) in no skill "
+            w("coverage counts %s in some skill and %d in none; not counted: %s in no skill "
               "(most pairs in a sentence are not words)\n"
-              % (len(df), len(unknown) - len(skipped), len(skipped)))
+              % (plural(len(df), "term"), len(unknown) - len(skipped), plural(len(skipped), "CJK pair")))
     if "alpha" in info:
         w("ranking: BM25 fused with the encoder: %.2f x BM25/BM25max + %.2f x cosine (BM25's weight rises "
           "with the share of the query BM25 covers, %.2f here, and is low for non-Latin queries)\n"

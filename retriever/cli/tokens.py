@@ -313,10 +313,9 @@ def run(args):
     if getattr(args, "runner", None):
         return run_runner(args)
     from retriever import service
-    bad = service.check_roots(args.root) if args.root else None
-    if bad:  # as a query: "no skills found" would hide the typo
-        sys.stderr.write("skill-retrieve: error: %s\n" % bad)
-        return 2
+    refused = service.refuse_roots(args.root)
+    if refused:  # as a query: "no skills found" would hide the typo
+        return refused
     try:
         queries = load_queries(args.queries) if args.queries else None
     except OSError as exc:

@@ -145,13 +145,19 @@ def _enabled_plugins(config_dir, projects):
     return merged
 
 
+def claude_plugins_file(config_dir):
+    """Claude Code's record of the installed plugins (``claude_plugins``
+    reads it; doctor names it when it is damaged)."""
+    return config_dir + "/plugins/installed_plugins.json"
+
+
 def claude_plugins(config_dir, projects=()):
     """``[(plugin name, install path, key, plugin.json)]`` of the installed Claude Code
     plugins that are enabled (``installed_plugins.json``, v1 or v2 layout,
     and ``enabledPlugins``; a plugin no settings file mentions counts as
     enabled, as installs made before ``enabledPlugins`` existed).
     Project-scoped installs count only inside their project."""
-    data = _read_json(config_dir + "/plugins/installed_plugins.json")
+    data = _read_json(claude_plugins_file(config_dir))
     plugins = data.get("plugins") if isinstance(data, dict) else None
     if not isinstance(plugins, dict):
         return []
@@ -241,6 +247,12 @@ def _gemini_enabled(rules, cwd):
     return enabled
 
 
+def gemini_enablement_file(home):
+    """Gemini CLI's per-folder switches for its extensions
+    (``gemini_extensions`` reads it; doctor names it when it is damaged)."""
+    return home + "/.gemini/extensions/extension-enablement.json"
+
+
 def gemini_extensions(home, cwd):
     """``[(name, folder)]`` of the Gemini CLI extensions enabled for
     ``cwd`` (``~/.gemini/extensions/<dir>``, a linked one read from its
@@ -250,7 +262,7 @@ def gemini_extensions(home, cwd):
         names = sorted(posix.listdir(base))
     except OSError:
         return []
-    enablement = _read_json(base + "/extension-enablement.json")
+    enablement = _read_json(gemini_enablement_file(home))
     enablement = enablement if isinstance(enablement, dict) else {}
     out = []
     for d in names:
