@@ -596,3 +596,38 @@ def test_a_hook_taken_out_by_hand_then_reinstalled_still_restores_exactly(run, h
     ok(run("install", "claude-code"))
     ok(run("uninstall", "claude-code"))
     assert open(path).read() == mine
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_hermes_waits_for_the_installers_lock_before_touching_anything(command, tmp_path, monkeypatch):
+    # Hermes' plugin link and the record of the folders made for it were
+    # placed (or removed) before the lock was asked for: only config.yaml's
+    # edit took it.  With another install holding the lock, install left the
+    # plugin linked but not enabled, and wrote created.json under the other
+    # install's feet.
+    import threading
+    from retriever import fileutil
+    from retriever.runners import hermes_install
+    hh = tmp_path / "hermes-home"
+    if command == "uninstall":
+        hermes_install.install(str(hh))
+    before = (os.path.lexists(hh / "plugins" / "skill-retrieval"), fileutil.created(),
+              os.path.exists(hh / "config.yaml") and open(hh / "config.yaml", "rb").read())
+    monkeypatch.setattr(fileutil, "LOCK_WAIT", 0.3)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with fileutil.install_lock():
+            held.set()
+            release.wait(30)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+    try:
+        with pytest.raises(fileutil.Busy):
+            getattr(hermes_install, command)(str(hh))
+    finally:
+        release.set()
+        holder.join()
+    assert (os.path.lexists(hh / "plugins" / "skill-retrieval"), fileutil.created(),
+            os.path.exists(hh / "config.yaml") and open(hh / "config.yaml", "rb").read()) == before
