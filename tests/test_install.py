@@ -442,6 +442,40 @@ def test_reinstall_keeps_an_edited_cline_script(run, home, tmp_path):
     assert open(path).read() == inst.script("cline", inst.hook_command("cline"))
 
 
+@pytest.mark.parametrize("whose", ["users", "edited"])
+def test_uninstall_takes_our_line_out_of_a_cline_script_the_user_wrote_or_edited(whose, run, home, tmp_path):
+    # Uninstall deleted any hook file holding our command: the user's own
+    # script, to which they had added the line install told them to add,
+    # and our script with the user's lines in it.  Only the line of ours
+    # goes; a script exactly as install wrote it is still deleted.
+    path = user_file("cline", home, tmp_path)
+    command = inst.hook_command("cline")
+    if whose == "users":
+        write(path, "#!/bin/sh\necho mine >> /tmp/log\n")
+        assert run("install", "cline").returncode == 1  # "add this line to it: ..."
+        write(path, "#!/bin/sh\necho mine >> /tmp/log\n%s\n" % command)
+        left = "#!/bin/sh\necho mine >> /tmp/log\n"
+    else:
+        ok(run("install", "cline"))
+        write(path, open(path).read().replace("exec ", "export SKILL_RETRIEVAL_TOP_K=2\nexec "))
+        left = "#!/bin/sh\nexport SKILL_RETRIEVAL_TOP_K=2\n"
+    proc = ok(run("uninstall", "cline"))
+    assert open(path).read() == left, proc.stdout
+    assert len(backups(path)) == 1
+
+
+def test_uninstall_leaves_an_edited_opencode_plugin_and_says_so(run, home, tmp_path):
+    # Our command is no line of its own in a JS plugin: the user's edit
+    # stays whole, with one line saying why.
+    ok(run("install", "opencode"))
+    path = inst.settings_path("opencode", env={"HOME": home})
+    text = open(path).read().replace("if (!prompt.trim()) return;", "if (!prompt.trim() || mine) return;")
+    write(path, text)
+    proc = run("uninstall", "opencode")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "changed since install" in proc.stderr
+    assert open(path).read() == text
+
+
 @pytest.mark.parametrize("runner", ["claude-code", "cline"])
 def test_uninstall_keeps_a_dotfiles_link_whose_target_install_created(runner, run, home, tmp_path):
     # Issue 31.6: the settings file is a link into a dotfiles folder that
