@@ -442,6 +442,40 @@ def test_reinstall_keeps_an_edited_cline_script(run, home, tmp_path):
     assert open(path).read() == inst.script("cline", inst.hook_command("cline"))
 
 
+@pytest.mark.parametrize("whose", ["users", "edited"])
+def test_uninstall_takes_our_line_out_of_a_cline_script_the_user_wrote_or_edited(whose, run, home, tmp_path):
+    # Uninstall deleted any hook file holding our command: the user's own
+    # script, to which they had added the line install told them to add,
+    # and our script with the user's lines in it.  Only the line of ours
+    # goes; a script exactly as install wrote it is still deleted.
+    path = user_file("cline", home, tmp_path)
+    command = inst.hook_command("cline")
+    if whose == "users":
+        write(path, "#!/bin/sh\necho mine >> /tmp/log\n")
+        assert run("install", "cline").returncode == 1  # "add this line to it: ..."
+        write(path, "#!/bin/sh\necho mine >> /tmp/log\n%s\n" % command)
+        left = "#!/bin/sh\necho mine >> /tmp/log\n"
+    else:
+        ok(run("install", "cline"))
+        write(path, open(path).read().replace("exec ", "export SKILL_RETRIEVAL_TOP_K=2\nexec "))
+        left = "#!/bin/sh\nexport SKILL_RETRIEVAL_TOP_K=2\n"
+    proc = ok(run("uninstall", "cline"))
+    assert open(path).read() == left, proc.stdout
+    assert len(backups(path)) == 1
+
+
+def test_uninstall_leaves_an_edited_opencode_plugin_and_says_so(run, home, tmp_path):
+    # Our command is no line of its own in a JS plugin: the user's edit
+    # stays whole, with one line saying why.
+    ok(run("install", "opencode"))
+    path = inst.settings_path("opencode", env={"HOME": home})
+    text = open(path).read().replace("if (!prompt.trim()) return;", "if (!prompt.trim() || mine) return;")
+    write(path, text)
+    proc = run("uninstall", "opencode")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "changed since install" in proc.stderr
+    assert open(path).read() == text
+
+
 @pytest.mark.parametrize("runner", ["claude-code", "cline"])
 def test_uninstall_keeps_a_dotfiles_link_whose_target_install_created(runner, run, home, tmp_path):
     # Issue 31.6: the settings file is a link into a dotfiles folder that
@@ -596,3 +630,38 @@ def test_a_hook_taken_out_by_hand_then_reinstalled_still_restores_exactly(run, h
     ok(run("install", "claude-code"))
     ok(run("uninstall", "claude-code"))
     assert open(path).read() == mine
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_hermes_waits_for_the_installers_lock_before_touching_anything(command, tmp_path, monkeypatch):
+    # Hermes' plugin link and the record of the folders made for it were
+    # placed (or removed) before the lock was asked for: only config.yaml's
+    # edit took it.  With another install holding the lock, install left the
+    # plugin linked but not enabled, and wrote created.json under the other
+    # install's feet.
+    import threading
+    from retriever import fileutil
+    from retriever.runners import hermes_install
+    hh = tmp_path / "hermes-home"
+    if command == "uninstall":
+        hermes_install.install(str(hh))
+    before = (os.path.lexists(hh / "plugins" / "skill-retrieval"), fileutil.created(),
+              os.path.exists(hh / "config.yaml") and open(hh / "config.yaml", "rb").read())
+    monkeypatch.setattr(fileutil, "LOCK_WAIT", 0.3)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with fileutil.install_lock():
+            held.set()
+            release.wait(30)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+    try:
+        with pytest.raises(fileutil.Busy):
+            getattr(hermes_install, command)(str(hh))
+    finally:
+        release.set()
+        holder.join()
+    assert (os.path.lexists(hh / "plugins" / "skill-retrieval"), fileutil.created(),
+            os.path.exists(hh / "config.yaml") and open(hh / "config.yaml", "rb").read()) == before

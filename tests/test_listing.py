@@ -109,6 +109,24 @@ def test_uninstall_keeps_an_entry_the_user_changed_since(run, home):
     assert json.loads(read(claude_settings(home))) == {"skillOverrides": {"alpha": "off"}}
 
 
+@pytest.mark.parametrize("edited", [False, True])
+def test_uninstall_keeps_the_empty_session_start_list_that_was_there(edited, run, home):
+    # The sync hook's group went into the user's empty hooks.SessionStart;
+    # uninstall took it out and the list with it, as if install had made
+    # it: the byte-exact restore missed, and the user's key was lost.
+    skill(os.path.join(home, ".claude", "skills"), "alpha")
+    original = '{"hooks": {"SessionStart": []}, "x": 1}'
+    write(claude_settings(home), original)
+    assert_clean(run("install", "claude-code"))
+    if edited:  # the user changes the file since: uninstall edits it instead
+        write(claude_settings(home), json.dumps(dict(json.loads(read(claude_settings(home))), y=2)))
+    assert_clean(run("uninstall", "claude-code"))
+    if edited:
+        assert json.loads(read(claude_settings(home))) == {"hooks": {"SessionStart": []}, "x": 1, "y": 2}
+    else:
+        assert read(claude_settings(home)).decode() == original
+
+
 def test_sync_covers_a_skill_added_later_and_never_overwrites(cli, run, home, tmp_path):
     skills = os.path.join(home, ".claude", "skills")
     skill(skills, "alpha")

@@ -407,16 +407,20 @@ def install(hermes_home, mode="link"):
     Returns a message; raises HermesInstallError (one line) on refusal."""
     hh = os.path.abspath(os.path.expanduser(str(hermes_home)))
     config = os.path.join(hh, "config.yaml")
-    read_config(config)  # refuse before touching anything
-    src = plugin_source()
-    dest = os.path.join(hh, "plugins", PLUGIN_NAME)
-    made = fileutil.missing_parents(dest)  # plugins/, and the Hermes home on a new machine
-    placed = _place(src, dest, mode)
-    if made:
-        # So uninstall can take them away again (a reinstall makes none
-        # and keeps this record).
-        fileutil.note_created(dest, made)
-    enabled = set_enabled(config, True)
+    # The plugin, its record and config.yaml in one turn of the installers'
+    # lock: another install waits for all three, and one that holds the
+    # lock too long stops this one before anything is placed.
+    with fileutil.install_lock():
+        read_config(config)  # refuse before touching anything
+        src = plugin_source()
+        dest = os.path.join(hh, "plugins", PLUGIN_NAME)
+        made = fileutil.missing_parents(dest)  # plugins/, and the Hermes home on a new machine
+        placed = _place(src, dest, mode)
+        if made:
+            # So uninstall can take them away again (a reinstall makes none
+            # and keeps this record).
+            fileutil.note_created(dest, made)
+        enabled = set_enabled(config, True)
     return "%s; %s; restart Hermes to load it" % (placed, enabled)
 
 
@@ -424,6 +428,11 @@ def install(hermes_home, mode="link"):
 def uninstall(hermes_home):
     """Remove the plugin link (or copy) from ``hermes_home`` and take it out
     of ``plugins.enabled``.  Returns a message; raises HermesInstallError."""
+    with fileutil.install_lock():  # as install: the plugin, the records and config.yaml in one turn
+        return _uninstall(hermes_home)
+
+
+def _uninstall(hermes_home):
     hh = os.path.abspath(os.path.expanduser(str(hermes_home)))
     config = os.path.join(hh, "config.yaml")
     read_config(config)

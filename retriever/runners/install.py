@@ -364,9 +364,36 @@ def plan_uninstall(runner, path, old, keep=()):
     if old is None:
         return None
     if kind(runner) == "script":
-        return "" if is_ours(old, runner) else None
+        if not is_ours(old, runner):
+            return None
+        if not script_edits(old, runner):
+            return ""  # as some install wrote it: ours alone
+        return _script_without_ours(runner, path, old)
     data = parse_settings(old, path)
     return dump_settings(data) if unmerge(data, runner, path, keep) else None
+
+
+def _script_without_ours(runner, path, text):
+    # A script holding our command that is not as install wrote it: the
+    # user's own (they added the line install asked them to add) or ours
+    # with their lines in it.  It is theirs now: only our lines go (the
+    # command, bare or after ``exec``, and the template's comment lines);
+    # "" when nothing else but the #! line and blank lines is left.
+    # Refused when the command is not a line of its own (a JS plugin).
+    notes = {l.strip() for l in script(runner, "\0").splitlines()
+             if l.startswith(("# ", "// ")) and "\0" not in l}  # the template's comment lines
+    keep, dropped = [], False
+    for line in text.splitlines(True):
+        bare = line.strip()
+        if pristine_command(bare[len("exec "):].lstrip() if bare.startswith("exec ") else bare, runner):
+            dropped = True
+        elif bare not in notes:
+            keep.append(line)
+    if not dropped:
+        raise Refused("%s holds skill-retrieve's %s hook but was changed since install; left in place - "
+                      "take the hook out of it yourself" % (path, runner))
+    rest = "".join(keep)
+    return "" if all(not l.strip() or l.startswith("#!") for l in keep) else rest
 
 
 def _restorable(runner, path, raw, rec):
@@ -522,7 +549,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         if new == "" and linked and made is None:
             raise Refused("%s links to %s, which holds only skill-retrieve's hook and was there "
                           "before install; left both in place - delete them yourself" % (path, real))
-        if new == "" or (made is not None and parse_settings(new, path) == {}):
+        if new == "" or (made is not None and kind(runner) == "json" and parse_settings(new, path) == {}):
             # Ours alone, or a file install created and nothing else was put
             # in since: uninstall leaves what was there before, nothing.
             return fileutil.DELETE

@@ -192,22 +192,11 @@ def _is_sync(command, runner):
             and (" sync %s" % runner) in command)
 
 
-def _session_groups(data, path, create):
-    hooks = data.get("hooks")
-    if hooks is None and not create:
-        return None
-    if hooks is None:
-        hooks = data["hooks"] = {}
-    if not isinstance(hooks, dict):
-        raise Refused('%s: "hooks" is not an object; left unchanged' % path)
-    groups = hooks.get(SESSION_EVENT)
-    if groups is None and not create:
-        return None
-    if groups is None:
-        groups = hooks[SESSION_EVENT] = []
-    if not isinstance(groups, list):
-        raise Refused('%s: "hooks.%s" is not a list; left unchanged' % (path, SESSION_EVENT))
-    return groups
+def _session_groups(data, path, create, made=None):
+    # hooks.SessionStart (``install._groups``: "hooks" and "event" go in
+    # ``made`` when this made them).
+    from retriever.runners import install
+    return install._groups(data, SESSION_EVENT, path, create, made)
 
 
 def _has_sync(data, runner):
@@ -217,7 +206,9 @@ def _has_sync(data, runner):
                for g in groups or ())
 
 
-def _drop_sync(data, runner, path):
+def _drop_sync(data, runner, path, stay=()):
+    # Our sync hook out; the containers it leaves empty go too, except
+    # those in ``stay`` ("hooks", "event": there before install).
     groups = _session_groups(data, path, create=False)
     if groups is None:
         return False
@@ -233,9 +224,9 @@ def _drop_sync(data, runner, path):
                 g["hooks"] = keep
             else:
                 groups.remove(g)
-    if changed and not groups:
+    if changed and not groups and "event" not in stay:
         del data["hooks"][SESSION_EVENT]
-        if not data["hooks"]:
+        if not data["hooks"] and "hooks" not in stay:
             del data["hooks"]
     return changed
 
@@ -273,13 +264,18 @@ def _claude_install(project, cwd, out, dry_run):
         had_key = "skillOverrides" in data
         added = add_overrides(data, names, path)
         sync_added = not _has_sync(data, "claude-code")
+        made = []
         if sync_added:
-            _session_groups(data, path, create=True).append(
+            _session_groups(data, path, create=True, made=made).append(
                 {"matcher": "startup|resume|clear",
                  "hooks": [{"type": "command", "command": sync_command("claude-code", project), "timeout": 10}]})
         rec.update(keys=sorted(set(prev.get("keys", ())) | set(added)),
                    created_key=bool(prev.get("created_key")) or (bool(added) and not had_key),
-                   sync=bool(prev.get("sync")) or sync_added)
+                   sync=bool(prev.get("sync")) or sync_added,
+                   # The containers the sync hook's group needed: uninstall
+                   # keeps the others, even emptied (an older record has
+                   # none of this, and they go as they always did).
+                   made=made if sync_added or "made" not in prev else prev["made"])
         return install.dump_settings(data) if added or sync_added else None
 
     new = _write(path, plan, out, dry_run)
@@ -316,7 +312,8 @@ def _claude_uninstall(project, out, dry_run):
             del ov[k]
         if "skillOverrides" in data and not ov and rec.get("created_key"):
             del data["skillOverrides"]
-        dropped = _drop_sync(data, "claude-code", path)
+        stay = () if "made" not in rec else tuple(k for k in ("hooks", "event") if k not in rec["made"])
+        dropped = _drop_sync(data, "claude-code", path, stay)
         return install.dump_settings(data) if removed or dropped else None
 
     new = _write(path, plan, out, dry_run)
