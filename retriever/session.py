@@ -42,8 +42,8 @@ owns, at most ``TAIL_BYTES`` from its end, and its text is untrusted: every
 field is type-checked, and all it can do is keep a skill out.
 
 Hot path: runs in the per-prompt hook process; built-in modules, ``locate``
-and ``jsonlite`` only (and ``decide`` for a named skill, loaded already by
-the answer), plain dicts and lists.
+and ``jsonlite`` only (and ``decide`` and ``query`` for a named skill,
+loaded already by the answer), plain dicts and lists.
 """
 
 import posix
@@ -173,13 +173,15 @@ def record(memo, injected):
 def asks_for(result, text, score_then):
     """True when a turn asks again for a skill injected a few turns ago:
     ``text`` (the message) names it (``decide.names``, the decision's own
-    rule: its identifier, written exactly), or its score now is at least
-    STRONGER times ``score_then`` (0: not comparable)."""
+    rule: its identifier, written exactly, in the message's own words,
+    not a pasted block), or its score now is at least STRONGER times
+    ``score_then`` (0: not comparable)."""
     score = result.get("score") or 0.0
     if score_then and score > 0 and score >= STRONGER * score_then:
         return True
-    from retriever import decide  # loaded already: the answer was decided by it
-    return decide.names(text, result)
+    # decide and query are loaded already: the answer was decided by them.
+    from retriever import decide, query
+    return decide.names(text, result) and decide.names(query.prose(text), result)
 
 
 # ------------------------------------------------------------- state file

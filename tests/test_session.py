@@ -611,3 +611,18 @@ def test_a_damaged_entry_of_another_session_neither_crashes_nor_stops_memory(tmp
     doc = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail("%s written back" % c))
     assert session._key("claude-code", "mine", None) in doc["sessions"]
     assert session.filter(session.begin("mine", "claude-code", path=str(path), now=now + 1), r) == []
+
+
+def test_a_name_in_a_pasted_block_does_not_ask_again(hook):
+    # The decision counts a name only in the message's own words, not in a
+    # pasted log or file (docs/decision.md); session memory asks the same
+    # rule, so a traceback through the skill's own folder does not give it
+    # again, while the same name in the message's own words does.
+    q = "pull the text out of my scanned pdf invoice"
+    assert hook(q) == ["pdf-extract"]
+    log = ("it fails:\n```\nTraceback (most recent call last):\n  File \"/home/me/skills/pdf-extract/run.py\", "
+           "line 3, in <module>\nValueError: no text layer\n```\n" + q)
+    assert hook(log) is None
+    assert hook(q + " with pdf-extract") == ["pdf-extract"]
+    r = {"id": "docs/pdf-extract", "name": "pdf-extract", "path": "/p", "score": 3.0}
+    assert not session.asks_for(r, "x" * 400 + " pdf-extract", 2.0)  # one long line: a paste, as the decision reads it
