@@ -45,11 +45,7 @@ def _terms(idx, text, weights):
     # prose, whether it holds a pasted block, that prose)).
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
-    prose, pasted = text, ""
-    if "\n" in text or len(text) > 300:
-        from retriever.message import split
-        prose, pasted = split(text)
-    prose = clean_query(prose)
+    prose, pasted = _split(text)
     # Words in any script: a Chinese sentence has no spaces, and is no
     # one-word reply for that (tokenize.word_count).
     shape = (word_count(prose), bool(pasted.strip()), prose)
@@ -69,6 +65,21 @@ def _terms(idx, text, weights):
                 if len(seen) >= cap:
                     break
     return list(seen), shape
+
+
+def _split(text):
+    # (the message's own words, cut as clean_query cuts, its pasted blocks)
+    prose, pasted = text, ""
+    if "\n" in text or len(text) > 300:
+        from retriever.message import split
+        prose, pasted = split(text)
+    return clean_query(prose), pasted
+
+
+def prose(text):
+    """The message's own words as ``parse`` reads them (its ``prose``):
+    no pasted block, no URL.  Where ``decide.names`` looks for a name."""
+    return _split(clean_query(text))[0]
 
 
 def parse(idx, text):

@@ -42,8 +42,8 @@ owns, at most ``TAIL_BYTES`` from its end, and its text is untrusted: every
 field is type-checked, and all it can do is keep a skill out.
 
 Hot path: runs in the per-prompt hook process; built-in modules, ``locate``
-and ``jsonlite`` only (and ``decide`` for a named skill, loaded already by
-the answer), plain dicts and lists.
+and ``jsonlite`` only (and ``decide`` and ``query`` for a named skill,
+loaded already by the answer), plain dicts and lists.
 """
 
 import posix
@@ -173,13 +173,15 @@ def record(memo, injected):
 def asks_for(result, text, score_then):
     """True when a turn asks again for a skill injected a few turns ago:
     ``text`` (the message) names it (``decide.names``, the decision's own
-    rule: its identifier, written exactly), or its score now is at least
-    STRONGER times ``score_then`` (0: not comparable)."""
+    rule: its identifier, written exactly, in the message's own words,
+    not a pasted block), or its score now is at least STRONGER times
+    ``score_then`` (0: not comparable)."""
     score = result.get("score") or 0.0
     if score_then and score > 0 and score >= STRONGER * score_then:
         return True
-    from retriever import decide  # loaded already: the answer was decided by it
-    return decide.names(text, result)
+    # decide and query are loaded already: the answer was decided by them.
+    from retriever import decide, query
+    return decide.names(text, result) and decide.names(query.prose(text), result)
 
 
 # ------------------------------------------------------------- state file
@@ -223,11 +225,12 @@ def load(path, now):
     if isinstance(found, dict):
         # Only the prompt's own session is read past its clock, so only it
         # is checked whole (``begin``: ``_clean``); the others need a valid
-        # "t" for ``prune`` and are written back as they were.  Checking
-        # all of them was 40% of a prompt's memory cost with a full file.
+        # "t" for ``prune`` and are written back as they were (``save``
+        # checks them all only if one cannot be written).  Checking all
+        # of them was 40% of a prompt's memory cost with a full file.
         for key, raw_entry in found.items():
             t = raw_entry.get("t") if isinstance(raw_entry, dict) else None
-            if isinstance(t, (int, float)):
+            if _number(t):
                 sessions[key] = raw_entry
     return sessions, True
 
@@ -237,7 +240,7 @@ def save(path, sessions):
     a 0600 temporary file beside it, renamed over it.  Past MAX_FILE_BYTES
     the least recently used sessions are left out."""
     while True:
-        data = jsonlite.encode({"v": 1, "sessions": sessions}).encode("utf-8")
+        data = _encode(sessions)
         if len(data) <= MAX_FILE_BYTES or len(sessions) <= 1:
             break
         for key in list(sessions)[:max(1, len(sessions) // 4)]:
@@ -268,6 +271,23 @@ def save(path, sessions):
         except OSError:
             pass
         raise
+
+
+def _encode(sessions):
+    # The file's bytes.  Other sessions' entries go back as ``load`` read
+    # them; one holding what JSON cannot write (NaN, infinity) or nested
+    # past the encoder's depth would stop every save, so then each entry
+    # is checked (``_clean``) and the damaged ones dropped.
+    try:
+        return jsonlite.encode({"v": 1, "sessions": sessions}).encode("utf-8")
+    except (ValueError, TypeError, RecursionError):
+        for key in list(sessions):
+            entry = _clean(sessions[key])
+            if entry is None:
+                del sessions[key]
+            else:
+                sessions[key] = entry
+        return jsonlite.encode({"v": 1, "sessions": sessions}).encode("utf-8")
 
 
 def prune(sessions, now):
@@ -313,15 +333,21 @@ def _clean(e):
     if not isinstance(e, dict):
         return None
     t, n, given, loaded, tx = e.get("t"), e.get("n"), e.get("g"), e.get("l"), e.get("x")
-    if not isinstance(t, (int, float)) or not isinstance(n, int) or n < 0 \
+    if not _number(t) or not isinstance(n, int) or n < 0 \
             or not isinstance(given, list) or not isinstance(loaded, list):
         return None
     g = [[x[0], x[1], float(x[2]), x[3]] for x in given[-MAX_GIVEN:]
          if isinstance(x, list) and len(x) == 4 and isinstance(x[0], int) and isinstance(x[1], str)
-         and isinstance(x[2], (int, float)) and isinstance(x[3], str)]
+         and _number(x[2]) and isinstance(x[3], str)]
     l = [x for x in loaded[-MAX_LOADED:] if isinstance(x, str)]
     x = tx if isinstance(tx, list) and len(tx) == 3 and all(isinstance(v, int) for v in tx) else None
     return {"t": float(t), "n": n, "g": g, "l": l, "x": x}
+
+
+def _number(v):
+    # A number JSON can write back and float() takes: not NaN, not
+    # infinite, not an integer past any float (a clock, a score).
+    return isinstance(v, (int, float)) and -1e15 < v < 1e15
 
 
 def _key(runner, session_id, agent_id):

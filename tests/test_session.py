@@ -587,3 +587,42 @@ def test_cline_sessions_are_its_tasks(cli, skills):
         proc = cli("hook", "cline", "--root", skills, input=json.dumps(p))
         return "pdf-extract" in json.loads(proc.stdout).get("contextModification", "")
     assert run("task-1") and not run("task-1") and run("task-2")
+
+
+@pytest.mark.parametrize("other", [
+    '{"t": %d, "n": 1, "g": [], "l": []}' % 10 ** 400,            # a clock past any float: prune's arithmetic
+    '{"t": %NOW, "n": 1, "g": [[1, "pdf", NaN, ""]], "l": []}',   # JSON cannot write NaN back
+    '{"t": %NOW, "n": 1, "g": [], "l": [], "z": Infinity}',       # nor infinity, in a field not ours
+    '{"t": true, "n": 1, "g": [], "l": []}',
+    '{"t": NaN, "n": 1, "g": [], "l": []}',
+])
+def test_a_damaged_entry_of_another_session_neither_crashes_nor_stops_memory(tmp_path, other):
+    # Another session's entry is written back as it was read: whatever it
+    # holds, this session is answered and remembered, and the file saved.
+    path = tmp_path / "sessions.json"
+    now = time.time()
+    r = [{"id": "pdf", "name": "pdf", "path": "/p", "score": 1.0}]
+    text = '{"v": 1, "sessions": {"bad": %s}}' % other.replace("%NOW", repr(now - 5))
+    path.write_text(text)
+    os.chmod(path, 0o600)
+    memo = session.begin("mine", "claude-code", path=str(path), now=now)
+    assert session.filter(memo, r) == r
+    session.record(memo, r)
+    doc = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail("%s written back" % c))
+    assert session._key("claude-code", "mine", None) in doc["sessions"]
+    assert session.filter(session.begin("mine", "claude-code", path=str(path), now=now + 1), r) == []
+
+
+def test_a_name_in_a_pasted_block_does_not_ask_again(hook):
+    # The decision counts a name only in the message's own words, not in a
+    # pasted log or file (docs/decision.md); session memory asks the same
+    # rule, so a traceback through the skill's own folder does not give it
+    # again, while the same name in the message's own words does.
+    q = "pull the text out of my scanned pdf invoice"
+    assert hook(q) == ["pdf-extract"]
+    log = ("it fails:\n```\nTraceback (most recent call last):\n  File \"/home/me/skills/pdf-extract/run.py\", "
+           "line 3, in <module>\nValueError: no text layer\n```\n" + q)
+    assert hook(log) is None
+    assert hook(q + " with pdf-extract") == ["pdf-extract"]
+    r = {"id": "docs/pdf-extract", "name": "pdf-extract", "path": "/p", "score": 3.0}
+    assert not session.asks_for(r, "x" * 400 + " pdf-extract", 2.0)  # one long line: a paste, as the decision reads it
