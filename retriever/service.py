@@ -420,8 +420,8 @@ def check_roots(roots):
 
 def refuse_roots(roots):
     """2 (the usage error's exit code) after one line on stderr when
-    ``check_roots`` refuses ``roots``, else None: every command taking
-    ``--root`` (query, build, explain, doctor, tokens) says it alike."""
+    ``check_roots`` refuses ``roots``, else None: query, explain, doctor
+    and tokens say it alike (build warns per folder and exits 1)."""
     bad = check_roots(roots) if roots else None
     if bad:
         warn("error: %s" % bad)

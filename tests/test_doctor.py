@@ -175,3 +175,23 @@ def test_a_file_given_as_root_is_one_usage_error(run, home, tmp_path):
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "%s: a file, not a folder" % f in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("what", ["file", "missing"])
+def test_a_root_that_is_no_folder_beside_good_ones_is_named_as_such(run, home, tmp_path, what):
+    # With a good --root beside it, doctor said "no skills in notes.txt (no
+    # SKILL.md below it)", fix "skills live at notes.txt/<name>/SKILL.md":
+    # a file is no folder to put skills in, and a typo is no empty folder.
+    # Query and build name it "a file, not a folder" / "no such folder".
+    good = add_skills(home)
+    bad = tmp_path / "notes.txt"
+    if what == "file":
+        bad.write_text("not a skill folder\n")
+    why = "a file, not a folder" if what == "file" else "no such folder"
+    proc = run("doctor", "--root", good, "--root", str(bad), "--no-probe")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert "%s: %s" % (bad, why) in proc.stdout, proc.stdout
+    assert "no SKILL.md below" not in proc.stdout and "%s/<name>" % bad not in proc.stdout, proc.stdout
+    rep = json.loads(run("doctor", "--root", good, "--root", str(bad), "--no-probe", "--format", "json").stdout)
+    assert [f for f in rep["findings"] if f["what"].startswith("%s: %s" % (bad, why))], rep["findings"]

@@ -95,6 +95,18 @@ def test_a_file_given_as_root_is_called_a_file_not_missing(cli, tmp_path):
     assert cli("roots", "list").stdout.startswith("no folders named")
 
 
+def test_roots_list_calls_a_file_a_file_not_missing(cli, tmp_path):
+    """A folder named once (SKILL_RETRIEVAL_ROOTS or the roots file) that
+    is now a file exists: "missing" sent the user looking for it."""
+    md = _skills(tmp_path / "skills") / "testing" / "flaky-test-triage" / "SKILL.md"
+    gone = tmp_path / "gone"
+    proc = cli("roots", "list", env={"SKILL_RETRIEVAL_ROOTS": "%s:%s" % (md, gone)})
+    assert_clean(proc)
+    (file_line,) = [l for l in proc.stdout.splitlines() if l.startswith(str(md))]
+    (gone_line,) = [l for l in proc.stdout.splitlines() if l.startswith(str(gone))]
+    assert file_line.endswith("  a file, not a folder") and gone_line.endswith("  missing"), proc.stdout
+
+
 @pytest.mark.parametrize("command", ["explain", "tokens"])
 def test_explain_and_tokens_refuse_missing_roots_as_a_query_does(cli, tmp_path, command):
     """A query over only missing --root folders exits 2 with one line;

@@ -716,7 +716,16 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
         # wrong folder (its parent, a clone's root): say so even when other
         # folders hold skills and retrieval works.
         # (With no skill anywhere, the error below says it for all.)
-        if recs and (roots or "remembered" in r["source"]) and not discover.holds_skills(r["path"]):
+        if not (recs and (roots or "remembered" in r["source"])):
+            continue
+        why = locate.not_a_folder(r["path"])
+        if why:
+            # A file or a typo, named as query and build name it: "no
+            # SKILL.md below it" would send the user to put skills there.
+            forget = "skill-retrieve roots remove %s" % shlex.quote(r["path"])
+            _finding(report, "warn", "%s: %s; it is skipped" % (_home(r["path"]), why),
+                     forget if not roots else "")
+        elif not discover.holds_skills(r["path"]):
             _finding(report, "warn", "no skills in %s (no SKILL.md below it)" % _home(r["path"]),
                      "skills live at %s/<name>/SKILL.md; or forget the folder: skill-retrieve roots remove %s"
                      % (_home(r["path"]), shlex.quote(r["path"])) if not roots else

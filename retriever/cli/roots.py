@@ -19,6 +19,15 @@ def _home(p):
     return "~" + p[len(h):] if p.startswith(h + "/") else p
 
 
+def _state(p):
+    # What a listed folder is now, when it is no folder: a file is named
+    # as one, as query and build name it ("missing" would send the user
+    # looking for it).
+    if os.path.isdir(p):
+        return ""
+    return "  a file, not a folder" if os.path.exists(p) else "  missing"
+
+
 def run(args):
     """List, add or remove remembered folders; returns the exit code."""
     out = sys.stdout
@@ -34,9 +43,9 @@ def run(args):
             # Queries and hooks skip it silently (hot path); the listing says why.
             sys.stderr.write("skill-retrieve: warning: %s; no folders are read from it\n" % exc)
         for p in env:
-            out.write("%s  (SKILL_RETRIEVAL_ROOTS)%s\n" % (p, "" if os.path.isdir(p) else "  missing"))
+            out.write("%s  (SKILL_RETRIEVAL_ROOTS)%s\n" % (p, _state(p)))
         for p in file:
-            out.write("%s  (%s)%s\n" % (p, _home(userroots.path()), "" if os.path.isdir(p) else "  missing"))
+            out.write("%s  (%s)%s\n" % (p, _home(userroots.path()), _state(p)))
         if not env and not file:
             out.write("no folders named; add yours with: skill-retrieve roots add DIR\n")
         return 0
