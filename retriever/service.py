@@ -268,9 +268,9 @@ def open_detached(req):
             from retriever import render
             t0 = time.perf_counter()
             idx, _ = open_index(dict(req, quiet=True))
-            locate.log("%s: built index %s (%s from %d folder(s), %.2fs)"
-                       % (label, path, render.plural(idx["header"]["n_docs"], "skill"), len(idx["header"]["roots"]),
-                          time.perf_counter() - t0))
+            locate.log("%s: built index %s (%s from %s, %.2fs)"
+                       % (label, path, render.plural(idx["header"]["n_docs"], "skill"),
+                          render.plural(len(idx["header"]["roots"]), "folder"), time.perf_counter() - t0))
             return True
         except BaseException as exc:
             locate.log("%s: building index %s failed: %s: %s" % (label, path, type(exc).__name__, exc))
