@@ -209,8 +209,9 @@ def _drop(groups, slots, keep_first=False):
 
 
 class Edited(Exception):
-    """Our entry was changed by the user; install keeps it (``--force``
-    replaces it).  The message names the difference in one line."""
+    """Our entry (or a plugin file of ours, ``listing``) was changed by the
+    user; install keeps it (``--force`` replaces it).  The message names
+    the difference in one line."""
 
 
 def pristine_command(command, runner):
@@ -401,7 +402,7 @@ def _restorable(runner, path, raw, rec):
     # the file is exactly what install wrote, and its backup (the file
     # before) holds no hook of ours.  Else None (the hook is taken out).
     if kind(runner) != "json" or raw is None or not rec or not rec.get("backup") \
-            or rec.get("after") != fileutil.digest(raw):
+            or not fileutil.as_installed(rec, raw):
         return None
     before = fileutil.read_bytes(rec["backup"])
     try:
@@ -509,7 +510,7 @@ def _note(runner, real, raw, new, saved, keys):
     prev = fileutil.installed(real, runner)
     if prev and (raw is None or _our_command(runner, _text(raw, real)) is None):
         prev = None  # our hook was gone (taken out by hand): this install starts afresh
-    if prev and raw is not None and fileutil.digest(raw) == prev.get("after"):
+    if prev and fileutil.as_installed(prev, raw):
         rec = dict(prev, made=sorted(set(prev.get("made") or ()) | set(keys)))
     else:
         rec = {"made": sorted(set((prev or {}).get("made") or ()) | set(keys)),
@@ -649,7 +650,7 @@ def add_arguments(parser):
     parser.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
     if parser.prog.split()[-1] == "install":
         parser.add_argument("--force", action="store_true",
-                            help="replace a hook entry you edited with the default")
+                            help="replace a hook entry or plugin file of ours you edited with the default")
 
 
 def run(args):
