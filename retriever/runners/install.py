@@ -397,14 +397,23 @@ def _script_without_ours(runner, path, text):
     return "" if all(not l.strip() or l.startswith("#!") for l in keep) else rest
 
 
-def _restorable(runner, path, raw, rec):
+def _restorable(runner, path, raw, rec, notes):
     # The text install found, when uninstall can put it back byte for byte:
     # the file is exactly what install wrote, and its backup (the file
     # before) holds no hook of ours.  Else None (the hook is taken out).
+    # A backup that cannot be read (no permission, a FIFO or a folder in
+    # its place) is no reason to stop: the hook is taken out as without
+    # one, and ``notes["backup"]`` says so in one line.
     if kind(runner) != "json" or raw is None or not rec or not rec.get("backup") \
             or not fileutil.as_installed(rec, raw):
         return None
-    before = fileutil.read_bytes(rec["backup"])
+    try:
+        before = fileutil.read_bytes(rec["backup"])
+    except (OSError, Unchanged) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
+        notes["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
+                           "the hook is taken out of it instead\n" % (runner, path, rec["backup"], why))
+        return None
     try:
         text = before.decode("utf-8")
         groups = _groups(parse_settings(text.lstrip("\ufeff"), path), RECORDS[runner]["event"], path,
@@ -538,10 +547,11 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         # older install; the emptied ones go, as they always did).
         keep = () if rec is None else tuple(k for k in ("hooks", "event") if k not in (rec.get("made") or ()))
         new = plan_uninstall(runner, path, old, keep)
+        state.clear()
         state.update(old=old, new=new)
         if new is None:
             return None
-        exact = _restorable(runner, path, raw, rec)
+        exact = _restorable(runner, path, raw, rec, state)
         if exact is not None:
             state["made"] = None
             return exact
@@ -561,12 +571,14 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         # containers kept), written nowhere: the dry run shows what
         # uninstall will write.
         _, new, _ = fileutil.update(path, change, dry_run=True)
+        out.write(state.get("backup", ""))
         if new is not None:
             out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
             return 0
     else:
         with fileutil.install_lock():
             _, new, saved = fileutil.update(path, change)
+            out.write(state.get("backup", ""))
             if new is not None:
                 return _uninstalled(runner, path, real, new, saved, state.get("made"), out)
     if kind(runner) == "script" and state.get("old") is not None:
