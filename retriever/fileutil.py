@@ -229,10 +229,25 @@ def note_installed(path, runner, rec):
     """Record install's change to ``path``: ``rec`` holds ``made`` (the
     keys install added to hold its entry), ``after`` (the sha256 of the
     text it wrote) and ``backup`` (the file before it, or None), so
-    uninstall can put back exactly what was there."""
+    uninstall can put back exactly what was there.  For a file that is
+    ours whole (the names-only plugins) ``after`` alone: uninstall deletes
+    it only as install wrote it."""
     data = load_record("installed.json")
     data.setdefault(os.path.abspath(path), {})[runner] = rec
     save_record("installed.json", data)
+
+
+def as_installed(rec, data):
+    """Whether ``data`` (the bytes or text a file holds now) is what
+    install wrote, by the digest (``after``) of ``rec``, a record of
+    ``note_installed``: True or False; None when there is no digest (no
+    record, or one an older version wrote), and the caller does what it
+    did before digests were kept.  The one test of "edited since install"
+    for every installer."""
+    after = rec.get("after") if isinstance(rec, dict) else None
+    if not after:
+        return None
+    return data is not None and digest(data) == after
 
 
 def forget_installed(path, runner):

@@ -621,6 +621,25 @@ def test_hermes_leaves_a_users_own_link_at_the_plugin_path(run, tmp_path):
     assert os.readlink(hh / "plugins" / "skill-retrieval") == str(mine)
 
 
+@pytest.mark.parametrize("special", ["fifo", "folder"])
+def test_an_unreadable_backup_makes_uninstall_take_the_hook_out_instead(special, run, home, tmp_path):
+    # The backup installed.json names cannot be read (as root, a FIFO or a
+    # folder stands in for a file without read permission): uninstall
+    # stopped with an error; now it edits the file, as with no backup.
+    from retriever import fileutil
+    path = user_file("claude-code", home, tmp_path)
+    write(path, json.dumps({"model": "opus"}))
+    ok(run("install", "claude-code", "--no-compact"))
+    saved = fileutil.installed(path, "claude-code")["backup"]
+    os.unlink(saved)
+    os.mkfifo(saved) if special == "fifo" else os.mkdir(saved)
+    for dry in (True, False):
+        proc = ok(run("uninstall", "claude-code", *(["--dry-run"] if dry else [])))
+        (line,) = [ln for ln in proc.stdout.splitlines() if "cannot be read" in ln]
+        assert saved + "," in line and "taken out" in line
+    assert json.load(open(path)) == {"model": "opus"}
+
+
 def test_a_hook_taken_out_by_hand_then_reinstalled_still_restores_exactly(run, home, tmp_path):
     path = user_file("claude-code", home, tmp_path)
     write(path, json.dumps({"model": "opus"}))

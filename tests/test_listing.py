@@ -431,6 +431,107 @@ def test_doctor_says_whether_the_cline_cli_gets_the_block(run, home):
     assert "the Cline CLI never reads the hook file" in text
 
 
+# ----------------------------------------------- our plugins, edited
+# Install records the digest of each plugin file it writes; a copy the
+# user changed since is theirs: neither install nor uninstall replaces or
+# deletes it (the hook installer's rule for its scripts).
+
+def plugin_file(runner, home):
+    return os.path.join(home, ".cline", "plugins", "skill-retrieval.js") if runner == "cline" \
+        else os.path.join(home, ".config", "opencode", "plugins", "skill-retrieval-listing.js")
+
+
+def edit_plugin(path):
+    mine = read(path).decode() + "// my own change\n"
+    write(path, mine)
+    return mine.encode()
+
+
+@pytest.mark.parametrize("runner", ["opencode", "cline"])
+def test_install_keeps_our_plugin_the_user_edited_and_says_how_to_take_ours(runner, run, home):
+    path = plugin_file(runner, home)
+    assert_clean(run("install", runner))
+    ours = read(path)
+    mine = edit_plugin(path)
+    proc = run("install", runner)
+    assert_clean(proc)
+    assert read(path) == mine and backups_of(path) == []
+    (line,) = [ln for ln in proc.stdout.splitlines() if path in ln]
+    assert "edited since install" in line and "--force" in line
+    assert_clean(run("install", runner, "--force"))
+    assert read(path) == ours
+
+
+@pytest.mark.parametrize("runner", ["opencode", "cline"])
+def test_uninstall_leaves_our_plugin_the_user_edited_and_says_where(runner, run, home):
+    path = plugin_file(runner, home)
+    assert_clean(run("install", runner))
+    mine = edit_plugin(path)
+    proc = run("uninstall", runner)
+    assert_clean(proc)  # the hook's own uninstall still runs
+    assert read(path) == mine
+    (line,) = [ln for ln in proc.stdout.splitlines() if path in ln]
+    assert "edited since install" in line
+    # still the user's on the next install: nothing takes it silently
+    assert_clean(run("install", runner))
+    assert read(path) == mine
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+@pytest.mark.parametrize("runner", ["opencode", "cline"])
+def test_a_dry_run_over_an_edited_plugin_shows_it_kept(runner, command, run, home):
+    path = plugin_file(runner, home)
+    assert_clean(run("install", runner))
+    mine = edit_plugin(path)
+    state = os.path.join(os.environ["XDG_STATE_HOME"], "skill-retrieval")
+    records = {n: read(os.path.join(state, n)) for n in os.listdir(state) if n.endswith(".json")}
+    proc = run(command, runner, "--dry-run")
+    assert_clean(proc)
+    assert "would write %s" % path not in proc.stdout and "would delete %s" % path not in proc.stdout
+    (line,) = [ln for ln in proc.stdout.splitlines() if path in ln]
+    assert "edited since install" in line
+    assert read(path) == mine and backups_of(path) == []
+    assert {n: read(os.path.join(state, n)) for n in records} == records
+
+
+@pytest.mark.parametrize("runner", ["opencode", "cline"])
+def test_an_unedited_older_copy_of_our_plugin_is_replaced(runner, in_process):
+    # What an older version (or another interpreter path) wrote, untouched
+    # since: install replaces it, and uninstall deletes what it wrote.
+    path = plugin_file(runner, in_process)
+    # (not monkeypatch.undo(): it would undo the test's HOME too)
+    where, name = (listing, "OPENCODE_SOURCE") if runner == "opencode" else (inst, "hook_command")
+    now = getattr(where, name)
+    setattr(where, name, now.replace("by name only", "by name") if runner == "opencode" else
+            lambda r: "/old/venv/bin/python3 -I -S /old/bin/skill-retrieve hook cline")
+    try:
+        assert listing.install(runner, out=io.StringIO()) == 0
+    finally:
+        setattr(where, name, now)
+    older = read(path)
+    assert listing.install(runner, out=io.StringIO()) == 0
+    assert read(path) != older and read(backups_of(path)[-1]) == older
+    assert listing.uninstall(runner, out=io.StringIO()) == 0
+    assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize("runner", ["opencode", "cline"])
+def test_a_plugin_recorded_by_an_older_version_is_replaced_and_deleted_as_before(runner, in_process):
+    # An older version kept no digest of the plugin: its copy (whatever
+    # text it holds now) is taken as ours, as it always was.
+    path = plugin_file(runner, in_process)
+    assert listing.install(runner, out=io.StringIO()) == 0
+    ours = read(path)
+    fileutil.forget_installed(os.path.realpath(path), runner)
+    edit_plugin(path)
+    assert listing.install(runner, out=io.StringIO()) == 0
+    assert read(path) == ours
+    fileutil.forget_installed(os.path.realpath(path), runner)
+    edit_plugin(path)
+    assert listing.uninstall(runner, out=io.StringIO()) == 0
+    assert not os.path.exists(path)
+
+
 @pytest.mark.skipif(sys.version_info >= (3, 11), reason="Python 3.11+ has tomllib")
 def test_without_tomllib_codex_installs_the_hook_and_says_how_to_finish(run, codex_home):
     proc = run("install", "codex")

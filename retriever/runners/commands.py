@@ -59,7 +59,8 @@ def run(args):
             code = install.run(args)
             if code == 0:
                 code = listing.install(args.runner, args.project, args.dry_run,
-                                       compact=not getattr(args, "no_compact", False))
+                                       compact=not getattr(args, "no_compact", False),
+                                       force=getattr(args, "force", False))
             return code
     except (OSError, fileutil.Unchanged) as exc:  # the lock itself: no state folder, or held
         sys.stderr.write("skill-retrieve: %s: %s\n" % (command, exc))

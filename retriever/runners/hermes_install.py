@@ -331,7 +331,7 @@ def _restorable(real, raw):
     # ``plugins:`` section that removing our name alone would leave behind
     # as ``enabled: []``).  Else None: our name is taken out by an edit.
     rec = fileutil.installed(real, "hermes")
-    if not rec or not rec.get("backup") or rec.get("after") != fileutil.digest(raw):
+    if not rec or not rec.get("backup") or not fileutil.as_installed(rec, raw):
         return None
     try:
         text = fileutil.read_bytes(rec["backup"]).decode("utf-8")

@@ -209,8 +209,9 @@ def _drop(groups, slots, keep_first=False):
 
 
 class Edited(Exception):
-    """Our entry was changed by the user; install keeps it (``--force``
-    replaces it).  The message names the difference in one line."""
+    """Our entry (or a plugin file of ours, ``listing``) was changed by the
+    user; install keeps it (``--force`` replaces it).  The message names
+    the difference in one line."""
 
 
 def pristine_command(command, runner):
@@ -396,14 +397,23 @@ def _script_without_ours(runner, path, text):
     return "" if all(not l.strip() or l.startswith("#!") for l in keep) else rest
 
 
-def _restorable(runner, path, raw, rec):
+def _restorable(runner, path, raw, rec, notes):
     # The text install found, when uninstall can put it back byte for byte:
     # the file is exactly what install wrote, and its backup (the file
     # before) holds no hook of ours.  Else None (the hook is taken out).
+    # A backup that cannot be read (no permission, a FIFO or a folder in
+    # its place) is no reason to stop: the hook is taken out as without
+    # one, and ``notes["backup"]`` says so in one line.
     if kind(runner) != "json" or raw is None or not rec or not rec.get("backup") \
-            or rec.get("after") != fileutil.digest(raw):
+            or not fileutil.as_installed(rec, raw):
         return None
-    before = fileutil.read_bytes(rec["backup"])
+    try:
+        before = fileutil.read_bytes(rec["backup"])
+    except (OSError, Unchanged) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
+        notes["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
+                           "the hook is taken out of it instead\n" % (runner, path, rec["backup"], why))
+        return None
     try:
         text = before.decode("utf-8")
         groups = _groups(parse_settings(text.lstrip("\ufeff"), path), RECORDS[runner]["event"], path,
@@ -509,7 +519,7 @@ def _note(runner, real, raw, new, saved, keys):
     prev = fileutil.installed(real, runner)
     if prev and (raw is None or _our_command(runner, _text(raw, real)) is None):
         prev = None  # our hook was gone (taken out by hand): this install starts afresh
-    if prev and raw is not None and fileutil.digest(raw) == prev.get("after"):
+    if prev and fileutil.as_installed(prev, raw):
         rec = dict(prev, made=sorted(set(prev.get("made") or ()) | set(keys)))
     else:
         rec = {"made": sorted(set((prev or {}).get("made") or ()) | set(keys)),
@@ -537,10 +547,11 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         # older install; the emptied ones go, as they always did).
         keep = () if rec is None else tuple(k for k in ("hooks", "event") if k not in (rec.get("made") or ()))
         new = plan_uninstall(runner, path, old, keep)
+        state.clear()
         state.update(old=old, new=new)
         if new is None:
             return None
-        exact = _restorable(runner, path, raw, rec)
+        exact = _restorable(runner, path, raw, rec, state)
         if exact is not None:
             state["made"] = None
             return exact
@@ -560,12 +571,14 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         # containers kept), written nowhere: the dry run shows what
         # uninstall will write.
         _, new, _ = fileutil.update(path, change, dry_run=True)
+        out.write(state.get("backup", ""))
         if new is not None:
             out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
             return 0
     else:
         with fileutil.install_lock():
             _, new, saved = fileutil.update(path, change)
+            out.write(state.get("backup", ""))
             if new is not None:
                 return _uninstalled(runner, path, real, new, saved, state.get("made"), out)
     if kind(runner) == "script" and state.get("old") is not None:
@@ -649,7 +662,7 @@ def add_arguments(parser):
     parser.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
     if parser.prog.split()[-1] == "install":
         parser.add_argument("--force", action="store_true",
-                            help="replace a hook entry you edited with the default")
+                            help="replace a hook entry or plugin file of ours you edited with the default")
 
 
 def run(args):

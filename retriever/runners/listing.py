@@ -27,7 +27,10 @@ CLIs against the loopback mock (docs/runners.md has the figures):
 
 Every change is recorded in our state (``listing.json``): which keys or
 lines install added, so uninstall removes exactly those and leaves the
-user's own entries (for the same keys too) alone.  Whether install created
+user's own entries (for the same keys too) alone.  A plugin file of ours
+(OpenCode's, Cline's) has the digest of what install wrote recorded
+(``fileutil.note_installed``, as the hook installer does): a copy the
+user edited since is neither replaced nor deleted.  Whether install created
 a file is recorded once, in ``fileutil.created``.  Every file is changed
 by ``fileutil.update`` (under the installers' lock, backed up, replaced
 only if it still holds what was read), and a dry run runs the very same
@@ -43,7 +46,8 @@ import shlex
 import sys
 
 from retriever import fileutil
-from retriever.runners.install import Refused  # one class for every installer's refusals
+# One class for every installer's refusals, and for an edited file of ours.
+from retriever.runners.install import Edited, Refused
 
 NAME_ONLY = "name-only"
 RUNNERS = ("claude-code", "codex", "gemini", "opencode")
@@ -627,41 +631,81 @@ def _opencode_path(project=None):
     return os.path.join(os.path.dirname(install.settings_path("opencode", project)), OPENCODE_PLUGIN)
 
 
-def _plugin_install(path, source, mark, out, dry_run):
-    # Write our plugin file ``source`` at ``path``; a file there without
-    # our ``mark`` is someone else's and is left alone.  True when written.
+def _plugin_install(runner, path, source, mark, out, dry_run, force=False):
+    """Write our plugin file ``source`` at ``path``; returns "written",
+    "same" (already there) or "kept".
+
+    A file there without our ``mark`` is someone else's: Refused.  One
+    with it is ours as some install wrote it (replaced, backed up) unless
+    it differs from the digest install recorded of its own write: then the
+    user edited it, and it stays ("kept", one line saying how to take ours)
+    unless ``force``.  No digest (an older version's install): ours, as
+    before digests were kept.  The digest of what is written is recorded
+    (``fileutil.note_installed``), the hook installer's record and rule."""
+    real = os.path.realpath(path)
+
     def plan(old):
         if old == source:
             return None
         if old is not None and mark not in old:
             raise Refused("%s exists and is not skill-retrieve's; left unchanged" % path)
+        if old is not None and not force and fileutil.as_installed(fileutil.installed(real, runner), old) is False:
+            raise Edited(path)
         return source
-    return _write(path, plan, out, dry_run) is not None
+
+    try:
+        new = _write(path, plan, out, dry_run)
+    except Edited:
+        out.write("%s: kept %s: it was edited since install; `skill-retrieve install %s --force` "
+                  "replaces it with ours\n" % (runner, path, runner))
+        return "kept"
+    if not dry_run and (new is not None or fileutil.installed(real, runner) is None):
+        # Also when it was there already: a copy an older version wrote
+        # without a digest is guarded from now on.
+        fileutil.note_installed(real, runner, {"after": fileutil.digest(source)})
+    return "same" if new is None else "written"
 
 
 def _plugin_uninstall(runner, path, mark, out, dry_run):
-    # Delete our plugin file (an older version also kept a record of it).
-    # True when it was there to delete.
+    """Delete our plugin file as install wrote it; returns "deleted",
+    "kept" (edited since install: left, with one line saying so) or None
+    (no plugin of ours there).  The records of it go with it (an older
+    version kept one in ``listing.json`` too); an edited copy keeps its
+    digest, so a later install leaves it too."""
+    real = os.path.realpath(path)
+
     def plan(old):
-        return fileutil.DELETE if old is not None and mark in old else None
-    gone = _write(path, plan, out, dry_run) is not None
-    if gone and not dry_run:
+        if old is None or mark not in old:
+            return None
+        if fileutil.as_installed(fileutil.installed(real, runner), old) is False:
+            raise Edited(path)
+        return fileutil.DELETE
+
+    try:
+        gone = _write(path, plan, out, dry_run) is not None
+    except Edited:
+        out.write("%s: left %s in place: it was edited since install; delete it yourself if you "
+                  "no longer want it\n" % (runner, path))
+        return "kept"
+    if not dry_run:
         _forget(runner, path)
-    return gone
+        fileutil.forget_installed(real, runner)
+    return "deleted" if gone else None
 
 
-def _opencode_install(project, out, dry_run):
+def _opencode_install(project, out, dry_run, force=False):
     path = _opencode_path(project)
-    if not _plugin_install(path, OPENCODE_SOURCE, OPENCODE_MARK, out, dry_run):
+    done = _plugin_install("opencode", path, OPENCODE_SOURCE, OPENCODE_MARK, out, dry_run, force)
+    if done == "same":
         out.write("opencode: names-only plugin already in %s\n" % path)
-    elif not dry_run:
+    elif done == "written" and not dry_run:
         out.write("opencode: skills listed by name only (plugin %s)\n" % path)
     return 0
 
 
 def _opencode_uninstall(project, out, dry_run):
     path = _opencode_path(project)
-    if _plugin_uninstall("opencode", path, OPENCODE_MARK, out, dry_run) and not dry_run:
+    if _plugin_uninstall("opencode", path, OPENCODE_MARK, out, dry_run) == "deleted" and not dry_run:
         out.write("opencode: removed the names-only plugin %s\n" % path)
     return 0
 
@@ -732,19 +776,20 @@ def cline_plugin(command):
     return CLINE_TEMPLATE % {"argv": json.dumps(shlex.split(command))}
 
 
-def _cline_install(project, out, dry_run):
+def _cline_install(project, out, dry_run, force=False):
     from retriever.runners import install as inst
     path = cline_plugin_path(project)
-    if not _plugin_install(path, cline_plugin(inst.hook_command("cline")), CLINE_MARK, out, dry_run):
+    done = _plugin_install("cline", path, cline_plugin(inst.hook_command("cline")), CLINE_MARK, out, dry_run, force)
+    if done == "same":
         out.write("cline: plugin already in %s\n" % path)
-    elif not dry_run:
+    elif done == "written" and not dry_run:
         out.write("cline: plugin %s (the Cline CLI reads the hook's context through it)\n" % path)
     return 0
 
 
 def _cline_uninstall(project, out, dry_run):
     path = cline_plugin_path(project)
-    if _plugin_uninstall("cline", path, CLINE_MARK, out, dry_run) and not dry_run:
+    if _plugin_uninstall("cline", path, CLINE_MARK, out, dry_run) == "deleted" and not dry_run:
         out.write("cline: removed the plugin %s\n" % path)
     return 0
 
@@ -765,14 +810,16 @@ def _locked(dry_run):
     return contextlib.nullcontext() if dry_run else fileutil.install_lock()
 
 
-def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True):
+def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True, force=False):
     """Turn names-only on for ``runner`` (unless not ``compact``), and
     write Cline's plugin; returns the exit code (1 and one line on stderr
-    when a file cannot be changed safely)."""
+    when a file cannot be changed safely).  A plugin file of ours the user
+    edited since install is kept (exit 0, one line), as the hook installer
+    keeps an edited hook, unless ``force``."""
     if runner == "cline":
         try:
             with _locked(dry_run):
-                return _cline_install(project, out, dry_run)
+                return _cline_install(project, out, dry_run, force)
         except (Refused, fileutil.Unchanged, OSError) as exc:
             sys.stderr.write("skill-retrieve: Cline plugin not written: %s\n" % exc)
             return 1
@@ -782,8 +829,9 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True):
         with _locked(dry_run):
             if runner == "claude-code":
                 return _claude_install(project, os.path.abspath(project) if project else os.getcwd(), out, dry_run)
-            return {"codex": _codex_install, "gemini": _gemini_install,
-                    "opencode": _opencode_install}[runner](project, out, dry_run)
+            if runner == "opencode":
+                return _opencode_install(project, out, dry_run, force)
+            return {"codex": _codex_install, "gemini": _gemini_install}[runner](project, out, dry_run)
     except NoReader as exc:
         # Not an error of the user's files: the hook works, the listing
         # stays as it was, and the line says how to finish by hand.
