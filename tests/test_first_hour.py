@@ -50,6 +50,8 @@ def test_a_mistyped_option_gets_did_you_mean(cli, args, meant, helpcmd):
     (["roots", "ad", "DIR"], "add"),
     (["doctor", "--runner", "opencod"], "opencode"),
     (["sync", "claude"], "claude-code"),
+    (["install", "CODEX"], "codex"),  # a name in another case is the same name
+    (["install", "Claude"], "claude-code"),
 ])
 def test_a_mistyped_choice_gets_did_you_mean(cli, args, meant):
     proc = cli(*args)

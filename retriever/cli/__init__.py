@@ -33,16 +33,21 @@ def did_you_mean(word, names, quote=True):
     A name that begins with the word or that the word begins with counts
     ("claude" for claude-code, "gemini-cli" for gemini: how people call the
     runners), then a close spelling; a word far from every name gets no
-    guess, since a wrong guess misleads more than the list does."""
-    names = [str(n) for n in names]
+    guess, since a wrong guess misleads more than the list does.  Case
+    does not count ("CODEX", "Claude"): the names shown are the real ones."""
+    by_key = {}
+    for n in names:
+        by_key.setdefault(str(n).lower(), str(n))
+    word = word.lower()
     meant = None
     if len(word) >= 3:
-        starts = [n for n in names if n.startswith(word) or word.startswith(n)]
+        starts = [k for k in by_key if k.startswith(word) or word.startswith(k)]
         meant = starts[0] if len(starts) == 1 else None
     if meant is None:
         import difflib
-        close = difflib.get_close_matches(word, names, 1, 0.75)
+        close = difflib.get_close_matches(word, list(by_key), 1, 0.75)
         meant = close[0] if close else None
+    meant = by_key.get(meant) if meant is not None else None
     if meant is None:
         return ""
     return "; did you mean %s?" % ("'%s'" % meant if quote else meant)
