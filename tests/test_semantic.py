@@ -932,6 +932,7 @@ def test_a_rebuild_after_one_edit_leaves_the_skill_to_the_helper_without_loading
     env["SKILL_RETRIEVAL_SEMANTIC"] = "on"
     first = run_cli(["build", "--root", root, "--index", index], env, timeout=300)
     assert "semantic vectors: 5 skills embedded" in first.stdout, first.stderr
+    assert "reused" not in first.stdout  # a first build reuses nothing, and says nothing of it
     make_skill(root, "dev/git-bisect", {"name": "git-bisect", "description": "Bisect history to find a regression."})
     proc, loaded = _build_recording_loads(tmp_path, root, index)
     assert not loaded

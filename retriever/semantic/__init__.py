@@ -236,11 +236,13 @@ def build_vectors(index_path, out=None):
     if n:
         embed.lower_priority(embed.BUILD_NICE)  # this process runs alone now: it, and its forks
         embed.keep_heap()  # a build is short-lived: its batches reuse freed memory (and its forks')
-    _, n = vectors.ensure(index_path, idx, workers=embed.workers(), fork=build.can_fork() >= 2, todo=todo)
+    mat, n = vectors.ensure(index_path, idx, workers=embed.workers(), fork=build.can_fork() >= 2, todo=todo)
     took = time.perf_counter() - t0
     if out:
         from retriever.render import plural
-        out("semantic vectors: %s embedded, the rest reused, %.2fs\n" % (plural(n, "skill"), took))
+        reused = len(mat) - n
+        out("semantic vectors: %s embedded%s, %.2fs\n"
+            % (plural(n, "skill"), ", %d reused" % reused if reused else "", took))
     return n
 
 
