@@ -35,6 +35,19 @@ def from_env():
     return [locate.abspath(p.strip()) for p in raw.split(SEP) if p.strip()]
 
 
+def problem():
+    """One line naming the roots file when it is there but cannot be read
+    (a FIFO, a folder, a symlink loop), else None.  Queries and hooks read
+    such a file as empty, silently (``from_file``); ``doctor`` and ``roots
+    list`` say why.  Cold path: the import is the caller's only."""
+    from retriever import fileutil
+    try:
+        fileutil.read_text(path(), errors="replace")
+    except fileutil.Unreadable as exc:
+        return str(exc)
+    return None
+
+
 def from_file(file=None):
     """The folders in the roots file, absolute, in order ([] without one)."""
     raw = locate.read_bytes(file or path())

@@ -602,11 +602,10 @@ def _records(report):
     entries, and doctor calls them the user's).  Each unreadable one is
     named in one line."""
     from retriever import fileutil, userroots
-    try:
-        fileutil.read_text(userroots.path(), errors="replace")
-    except fileutil.Unreadable as exc:
+    problem = userroots.problem()
+    if problem:
         # Queries skip it silently (hot path): the folders named there are lost.
-        _finding(report, "warn", "%s; the folders named with `skill-retrieve roots add` are not used" % exc,
+        _finding(report, "warn", "%s; the folders named with `skill-retrieve roots add` are not used" % problem,
                  "move it away, then `skill-retrieve roots add DIR` again")
     for name in ("installed.json", "listing.json", "created.json"):
         problem = fileutil.record_problem(name)

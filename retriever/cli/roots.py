@@ -4,7 +4,7 @@ the default roots, named once (see ``retriever.userroots``)."""
 import os
 import sys
 
-from retriever import userroots
+from retriever import locate, userroots
 
 
 def add_arguments(parser):
@@ -20,12 +20,13 @@ def _home(p):
 
 
 def _state(p):
-    # What a listed folder is now, when it is no folder: a file is named
-    # as one, as query and build name it ("missing" would send the user
-    # looking for it).
-    if os.path.isdir(p):
+    # What a listed folder is now, when it is no folder, in the words
+    # query and build use (locate.not_a_folder): "missing" for a file
+    # would send the user looking for it.
+    why = locate.not_a_folder(p)
+    if why is None:
         return ""
-    return "  a file, not a folder" if os.path.exists(p) else "  missing"
+    return "  missing" if why == "no such folder" else "  " + why.split(" (")[0]
 
 
 def run(args):
@@ -36,12 +37,9 @@ def run(args):
             sys.stderr.write("skill-retrieve: roots: list takes no folders (did you mean roots add?)\n")
             return 2
         env, file = userroots.from_env(), userroots.from_file()
-        from retriever import fileutil
-        try:
-            fileutil.read_text(userroots.path(), errors="replace")
-        except fileutil.Unreadable as exc:
-            # Queries and hooks skip it silently (hot path); the listing says why.
-            sys.stderr.write("skill-retrieve: warning: %s; no folders are read from it\n" % exc)
+        problem = userroots.problem()
+        if problem:
+            sys.stderr.write("skill-retrieve: warning: %s; no folders are read from it\n" % problem)
         for p in env:
             out.write("%s  (SKILL_RETRIEVAL_ROOTS)%s\n" % (p, _state(p)))
         for p in file:
@@ -60,7 +58,6 @@ def run(args):
             out.write("not in %s: %s\n" % (_home(userroots.path()), ", ".join(
                 d for d in args.dirs if os.path.abspath(os.path.expanduser(d)) not in gone)))
         return 0
-    from retriever import locate
     bad = ["%s: %s" % (d, why) for d in args.dirs for why in [locate.not_a_folder(os.path.expanduser(d))] if why]
     if bad:
         # A usage error: nothing is added, not even the good ones.
