@@ -154,8 +154,8 @@ def get(name, warn=None, raw=None):
 def unknown(names):
     """``(name, the setting it is closest to, or None)`` for each
     ``SKILL_RETRIEVAL_*`` name in ``names`` that is no setting: a typo
-    (INJECTK for INJECT_K) is otherwise ignored without a word.  Doctor asks (cold path); queries and hooks never do, so they
-    pay nothing for it."""
+    (INJECTK for INJECT_K) is otherwise ignored without a word.  Doctor
+    asks (cold path); queries and hooks never do, so they pay nothing."""
     import difflib
     prefix = "SKILL_RETRIEVAL_"
     # The part after the prefix: every name shares the prefix, which

@@ -97,14 +97,6 @@ def _decode(raw, path):
         raise Refused("%s is not UTF-8 text; left unchanged" % path)
 
 
-def _read(path):
-    """The text of ``path`` (None: no file), for looking only (doctor,
-    tokens): ``fileutil.read_text``, so a FIFO, a folder, a symlink loop,
-    an unreadable or non-UTF-8 file raises Unreadable with one line
-    naming it, and nothing blocks."""
-    return fileutil.read_text(path)
-
-
 def _write(path, plan, out, dry_run, wait=None):
     """Change ``path`` by ``plan(old text or None)``, which returns the new
     text, ``fileutil.DELETE`` or None (leave the file) and may raise
@@ -876,7 +868,7 @@ def status(runner, cwd=None, project=None):
     try:
         # Every runner's file is read here, the one way (never blocks, one
         # line naming the file when it cannot be read).
-        text = _read(path)
+        text = fileutil.read_text(path)
     except fileutil.Unreadable as exc:
         out.update(state="broken", note=str(exc))
         return out
@@ -1056,7 +1048,7 @@ def listing_cost(runner, cwd=None, window=None):
     if runner == "claude-code":
         from retriever.runners import install as inst
         try:
-            settings = inst.parse_settings(_read(_claude_path()) or "", _claude_path())
+            settings = inst.parse_settings(fileutil.read_text(_claude_path()) or "", _claude_path())
         except (Refused, fileutil.Unchanged):
             settings = {}  # doctor names the file; the cost uses Claude Code's defaults
         cost = _claude_cost(recs, other_recs, settings, window)
