@@ -250,6 +250,17 @@ def as_installed(rec, data):
     return data is not None and digest(data) == after
 
 
+def backup_before(rec, raw):
+    """The bytes a file held before install (the backup named in ``rec``,
+    a record of ``note_installed``), when the file still holds what
+    install wrote (``raw``, ``as_installed``), so uninstall can put them
+    back byte for byte; else None.  Raises OSError or NotAFile when that
+    backup cannot be read (the caller edits the file instead)."""
+    if raw is None or not isinstance(rec, dict) or not rec.get("backup") or not as_installed(rec, raw):
+        return None
+    return read_bytes(rec["backup"])
+
+
 def forget_installed(path, runner):
     """Drop and return the record of ``note_installed`` (or None)."""
     data = load_record("installed.json")

@@ -330,11 +330,11 @@ def _restorable(real, raw):
     # exactly: the file is what install wrote (install added a
     # ``plugins:`` section that removing our name alone would leave behind
     # as ``enabled: []``).  Else None: our name is taken out by an edit.
-    rec = fileutil.installed(real, "hermes")
-    if not rec or not rec.get("backup") or not fileutil.as_installed(rec, raw):
-        return None
     try:
-        text = fileutil.read_bytes(rec["backup"]).decode("utf-8")
+        before = fileutil.backup_before(fileutil.installed(real, "hermes"), raw)
+        if before is None:
+            return None
+        text = before.decode("utf-8")
         plugins = parse_config(text.lstrip("\ufeff"), real).get("plugins")
     except Exception:  # the backup gone, unreadable or not text: edit instead
         return None

@@ -404,21 +404,22 @@ def _restorable(runner, path, raw, rec, notes):
     # A backup that cannot be read (no permission, a FIFO or a folder in
     # its place) is no reason to stop: the hook is taken out as without
     # one, and ``notes["backup"]`` says so in one line.
-    if kind(runner) != "json" or raw is None or not rec or not rec.get("backup") \
-            or not fileutil.as_installed(rec, raw):
+    if kind(runner) != "json":
         return None
     try:
-        before = fileutil.read_bytes(rec["backup"])
+        before = fileutil.backup_before(rec, raw)
     except (OSError, Unchanged) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
         notes["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
                            "the hook is taken out of it instead\n" % (runner, path, rec["backup"], why))
         return None
+    if before is None:  # not as install wrote it, no backup, or the backup gone
+        return None
     try:
         text = before.decode("utf-8")
         groups = _groups(parse_settings(text.lstrip("\ufeff"), path), RECORDS[runner]["event"], path,
                          create=False)
-    except (AttributeError, UnicodeDecodeError, Refused):
+    except (UnicodeDecodeError, Refused):
         return None
     return None if groups and _our_slots(groups, runner) else text
 
