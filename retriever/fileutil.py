@@ -229,7 +229,8 @@ def note_installed(path, runner, rec):
     """Record install's change to ``path``: ``rec`` holds ``made`` (the
     keys install added to hold its entry), ``after`` (the sha256 of the
     text it wrote) and ``backup`` (the file before it, or None), so
-    uninstall can put back exactly what was there.  For a file that is
+    uninstall can put back exactly what was there; ``command``, the
+    sha256 of the hook command it registered (doctor runs no other).  For a file that is
     ours whole (the names-only plugins) ``after`` alone: uninstall deletes
     it only as install wrote it."""
     data = load_record("installed.json")
