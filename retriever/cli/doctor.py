@@ -30,6 +30,7 @@ from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
 PROBE_RUNS = 5
 PROBE_TIMEOUT = 20
+PROJECT = "registered by the project"  # a hook command doctor neither runs nor takes options from
 
 
 # ------------------------------------------------------------- findings
@@ -224,7 +225,7 @@ def may_run(runner, path, command):
         return None
     if runner == "hermes" or real == os.path.realpath(install.settings_path(runner)):
         return "not as skill-retrieve install wrote it"
-    return "registered by the project"
+    return PROJECT
 
 
 def check_command(report, runner, command, where, why_not=None):
@@ -804,7 +805,9 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
             idx_users.setdefault(cli_path, []).append("command line")
         for info in installed:
             hook = info.get("hook") or {}
-            h_roots, h_index = _hook_opts(hook.get("argv") or [])
+            # A project's command chooses its own --root and --index: neither
+            # is checked, written by a probe, nor offered in a fix.
+            h_roots, h_index = _hook_opts(hook.get("argv") or [] if hook.get("not_run") != PROJECT else [])
             hermes = info["runner"] == "hermes"
             # The same request the hook makes, so the same path.
             path = service.index_path({"index": h_index, "platform": platform,
