@@ -111,6 +111,32 @@ def test_a_clones_hook_options_are_neither_checked_nor_written(cli, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("inside", [False, True], ids=["in-the-clone", "in-the-config-folder"])
+def test_a_plugin_hook_runs_only_from_claude_codes_own_plugin_folder(cli, cli_env, tmp_path, inside):
+    """This repository as a Claude Code plugin: Claude Code runs the hooks
+    of a plugin it installed (under its config folder).  A plugin record
+    whose install path is elsewhere (a clone) is named, not run."""
+    clone, prog, _, marker = _clone(tmp_path)
+    config = os.path.join(cli_env["HOME"], ".claude")
+    plugin = os.path.join(config, "plugins", "cache", "skill-retrieval") if inside else str(clone / "plugin")
+    os.makedirs(os.path.join(plugin, "hooks"))
+    os.makedirs(os.path.join(plugin, ".claude-plugin"))
+    open(os.path.join(plugin, "skill-retrieve"), "w").close()
+    with open(os.path.join(plugin, ".claude-plugin", "plugin.json"), "w") as f:
+        json.dump({"name": "skill-retrieval"}, f)
+    with open(os.path.join(plugin, "hooks", "hooks.json"), "w") as f:
+        json.dump({"hooks": {"UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": "%s ${CLAUDE_PLUGIN_ROOT}/skill-retrieve hook claude-code" % prog}]}]}}, f)
+    os.makedirs(os.path.join(config, "plugins"), exist_ok=True)
+    with open(os.path.join(config, "plugins", "installed_plugins.json"), "w") as f:
+        json.dump({"version": 2, "plugins": {"skill-retrieval@x": [{"installPath": plugin}]}}, f)
+    proc = cli("doctor", "--runner", "claude-code", "--format", "json", cwd=clone, timeout=TIMEOUT)
+    assert "Traceback" not in proc.stderr
+    hook = json.loads(proc.stdout)["runners"][0]["hook"]
+    assert hook["trusted"] is inside
+    assert marker.exists() is inside  # (in Claude Code's own folder: its plugin, run as Claude Code runs it)
+
+
 def test_doctor_probes_a_project_hook_the_user_installed(cli, cli_env, tmp_path):
     """The genuine case still works: ``install codex --project`` records
     the command's digest, and doctor's live probe runs it."""
