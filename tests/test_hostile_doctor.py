@@ -437,3 +437,24 @@ def test_every_process_we_start_is_accounted_for():
                     if n:
                         found[os.path.relpath(path, root)] = n
     assert found == SPAWNS
+
+
+@pytest.mark.parametrize("value", [[1], "x", None, 5], ids=["list", "string", "null", "number"])
+def test_a_wrong_type_in_the_install_record_reads_as_no_record(cli, cli_env, value):
+    """installed.json holding a list (a string, null) where a file's
+    records go: doctor read it as nothing only through a catch-all, and
+    install and uninstall ended in "error: AttributeError: 'list' object
+    has no attribute 'get'".  It reads as no record now."""
+    make_skill(os.path.join(cli_env["HOME"], ".claude", "skills"), "demo", {"name": "demo", "description": "demo"})
+    assert_clean(cli("install", "claude-code", timeout=TIMEOUT))
+    record = os.path.join(cli_env["XDG_STATE_HOME"], "skill-retrieval", "installed.json")
+    data = json.load(open(record))
+    with open(record, "w") as f:
+        json.dump({k: value for k in data}, f)
+    doctor = cli("doctor", "--runner", "claude-code", "--no-probe", timeout=TIMEOUT)
+    assert_clean(doctor, 0)
+    for args in (("uninstall", "claude-code", "--dry-run"), ("install", "claude-code", "--force"),
+                 ("uninstall", "claude-code"), ("install", "claude-code")):
+        proc = cli(*args, timeout=TIMEOUT)
+        assert_clean(proc)
+        assert "error:" not in proc.stderr

@@ -217,11 +217,8 @@ def may_run(runner, path, command):
     if command == install.hook_command(runner):
         return None
     real = os.path.realpath(path)
-    try:
-        rec = fileutil.installed(real, runner)
-    except AttributeError:  # a damaged record (wrong types): nothing recorded
-        rec = None
-    if isinstance(rec, dict) and rec.get("command") == fileutil.digest(command):
+    rec = fileutil.installed(real, runner)
+    if rec and rec.get("command") == fileutil.digest(command):
         return None
     if runner == "hermes" or real == os.path.realpath(install.settings_path(runner)):
         return "not as skill-retrieve install wrote it"
@@ -449,10 +446,7 @@ def _as_written(runner, path, text):
     from retriever import fileutil
     if text == install.script(runner, install.hook_command(runner)):
         return True
-    try:
-        return bool(fileutil.as_installed(fileutil.installed(os.path.realpath(path), runner), text))
-    except AttributeError:  # a damaged record
-        return False
+    return bool(fileutil.as_installed(fileutil.installed(os.path.realpath(path), runner), text))
 
 
 def check_hermes(report):
