@@ -237,9 +237,9 @@ def note_installed(path, runner, rec):
     keys install added to hold its entry), ``after`` (the sha256 of the
     text it wrote) and ``backup`` (the file before it, or None), so
     uninstall can put back exactly what was there; ``command``, the
-    sha256 of the hook command it registered (doctor runs no other).  For a file that is
-    ours whole (the names-only plugins) ``after`` alone: uninstall deletes
-    it only as install wrote it."""
+    sha256 of the hook command it registered (doctor runs no other).  For
+    a file that is ours whole (the names-only plugins) ``after`` alone:
+    uninstall deletes it only as install wrote it."""
     data = load_record("installed.json")
     data[os.path.abspath(path)] = dict(_installed_at(data, path), **{runner: rec})
     save_record("installed.json", data)

@@ -5,8 +5,8 @@ runner's registration (and the interpreter it starts), and a live probe
 that runs the exact registered command with a sample payload and times it
 against the bare interpreter.  Only a command install wrote (by the
 digest it recorded) or this installation's own is ever run: a cloned
-project's settings may name any program, and doctor is a read-only check.  Every finding carries the command that
-fixes it.  Exit 1 when something would stop retrieval from working (no
+project's settings may name any program, and doctor is a read-only
+check.  Every finding carries the command that fixes it.  Exit 1 when something would stop retrieval from working (no
 skills, a settings file the runner cannot parse, a hook command that does
 not resolve), else 0.
 
@@ -801,7 +801,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
             hook = info.get("hook") or {}
             # A project's command chooses its own --root and --index: neither
             # is checked, written by a probe, nor offered in a fix.
-            h_roots, h_index = _hook_opts(hook.get("argv") or [] if hook.get("not_run") != PROJECT else [])
+            h_roots, h_index = _hook_opts((hook.get("argv") or []) if hook.get("not_run") != PROJECT else [])
             hermes = info["runner"] == "hermes"
             # The same request the hook makes, so the same path.
             path = service.index_path({"index": h_index, "platform": platform,

@@ -514,10 +514,11 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
 def _note(runner, real, raw, new, saved, keys, command):
     # What uninstall needs to restore: the keys added, the text written and
     # the file before; and the digest of the command registered, the one
-    # hook command doctor will run from that file.  A re-install over our own untouched write keeps the
-    # first install's record; over a file changed since, the byte-exact
-    # restore is off (the backup no longer says what to go back to); over a
-    # file without our hook, the old record is dropped.
+    # hook command doctor will run from that file.  A re-install over our
+    # own untouched write keeps the first install's record; over a file
+    # changed since, the byte-exact restore is off (the backup no longer
+    # says what to go back to); over a file without our hook, the old
+    # record is dropped.
     prev = fileutil.installed(real, runner)
     if prev and (raw is None or _our_command(runner, _text(raw, real)) is None):
         prev = None  # our hook was gone (taken out by hand): this install starts afresh
