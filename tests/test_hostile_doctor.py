@@ -9,17 +9,23 @@
   own; anything else is named, "not run".
 - The project folder is trusted no further than the runner trusts it:
   nothing from a project folder is executed by any command of ours.
+- ``doctor`` never crashes: a seeded campaign over hostile set-ups, and
+  a test named for each crash it found.
 
 Real files, the real executable, temporary homes.
 """
 
 import json
 import os
+import random
+import re
+import shutil
 import stat
 
 import pytest
 
-from skillret_helpers import assert_clean, make_skill
+from skillret_helpers import assert_clean, make_skill, run_cli
+from test_hostile_status import FILES, FORMS, _env, _place, installed  # noqa: F401 (fixture)
 
 TIMEOUT = 60
 
@@ -201,15 +207,8 @@ def test_a_hand_edited_user_hook_is_named_not_run(cli, cli_env, tmp_path):
 # an ERROR is shown), no traceback, no Python exception named by doctor's
 # own catch-alls, no hang.  About 15 s in all.
 
-import random
-import re
-import shutil
-
-from test_hostile_status import FILES, FORMS, _env, _place, installed  # noqa: F401 (fixture)
-from skillret_helpers import run_cli
-
 SEED = 36
-TRIALS = 48
+TRIALS = 40
 FUZZ_TIMEOUT = 10  # a run takes ~0.2 s; past this it hangs (a FIFO opened for reading)
 SKILL_PATHS = ("home/.claude/skills", "home/.agents/skills", "home/.claude/skills/demo/SKILL.md")
 RECORDS = ("xdg-state/skill-retrieval/installed.json", "xdg-state/skill-retrieval/created.json",
