@@ -15,6 +15,7 @@ is not needed.
 """
 
 import os
+import posix
 
 import pytest
 
@@ -38,6 +39,25 @@ def fallback(tmp_path, monkeypatch):
     return tmp / ("skill-retrieval-%d" % os.getuid())
 
 
+@pytest.fixture
+def forks(monkeypatch):
+    """Every process start a query would make, counted and not made: the
+    client's ``posix.fork`` answers as a parent would, so nothing forks
+    here; one start per query is allowed (no ten-second pause)."""
+    made = []
+    monkeypatch.setattr(posix, "fork", lambda: made.append(1) or 2 ** 22 + 1)  # no such pid: waitpid fails
+    monkeypatch.setattr(client, "_SPAWN_EVERY", 0.0)
+    return made
+
+
+def _log():
+    try:
+        with open(os.environ["XDG_CACHE_HOME"] + "/skill-retrieval/skill-retrieval.log") as f:
+            return [l for l in f if "semantic helper:" in l]
+    except FileNotFoundError:
+        return []
+
+
 def _squat(folder, how, tmp_path):
     if how == "another-user":
         folder.mkdir(mode=0o700)
@@ -54,23 +74,24 @@ def _squat(folder, how, tmp_path):
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_a_squatted_fallback_folder_starts_no_helper(fallback, tmp_path, monkeypatch, how):
+def test_a_squatted_fallback_folder_starts_no_helper(fallback, tmp_path, forks, how):
     """Issue 36: every query with no helper answering started one, which
     refused the folder and exited; the next query ten seconds later
-    started another.  Counted over several queries: none now."""
+    started another.  Counted over six queries: none now, and each
+    attempt says why in the log, as the helper did."""
     if how == "another-user" and os.geteuid() != 0:
         pytest.skip("chown to another user needs root")
     _squat(fallback, how, tmp_path)
     path = client.socket_path()
     assert path == str(fallback / "semantic.sock")
     assert not client.private_folder(path) and not client.may_listen(path)
-    spawns = []
-    monkeypatch.setattr(client, "start_detached", lambda force=False: spawns.append(force) or True)
     for _ in range(6):
         p = client.Provider()
         assert p.ask(str(tmp_path / "index.skr"), "rotate the certificates") is False
         assert p.begin(str(tmp_path / "index.skr"), {"header": {}}) is None  # BM25 alone
-    assert spawns == []
+    assert forks == []
+    lines = _log()
+    assert len(lines) == 6 and all("not listening in %s" % fallback in l for l in lines)
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -84,11 +105,9 @@ def test_the_helper_refuses_a_squatted_fallback_folder(fallback, tmp_path, how):
     assert os.listdir(inside) == []  # no socket, FIFO or lock put there
 
 
-def test_a_missing_fallback_folder_still_starts_the_helper(fallback, tmp_path, monkeypatch):
+def test_a_missing_fallback_folder_still_starts_the_helper(fallback, tmp_path, forks):
     """The ordinary case: nobody made the folder, so a query starts the
     helper, which makes it private."""
-    spawns = []
-    monkeypatch.setattr(client, "start_detached", lambda force=False: spawns.append(force) or True)
     assert client.may_listen(client.socket_path())
     assert client.Provider().ask(str(tmp_path / "index.skr"), "rotate the certificates") is False
-    assert spawns == [False]
+    assert forks == [1] and _log() == []

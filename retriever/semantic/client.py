@@ -496,7 +496,7 @@ class Provider:
         sock = connect(path)
         if sock is None:
             self.status = "no helper"
-            if self.spawn and may_listen(path):  # (a squatted folder: BM25 alone, no helper started)
+            if self.spawn:
                 start_detached()
             return False
         s.via_socket(sock)
@@ -523,7 +523,8 @@ class Provider:
 def start_detached(force=False):
     """Start a helper in its own session, not waiting for it.  At most one
     attempt per _SPAWN_EVERY seconds; the helper itself refuses to run
-    twice (a lock), so a race costs one short-lived process."""
+    twice (a lock), so a race costs one short-lived process.  None is
+    started where the socket's folder is refused (``may_listen``)."""
     import time
     d = runtime_dir()
     stamp = d + "/semantic.spawned"
@@ -540,6 +541,14 @@ def start_detached(force=False):
         posix.close(fd)
         posix.utime(stamp)
     except OSError:
+        return False
+    path = socket_path()
+    if not may_listen(path):
+        # A folder the helper would refuse (another user's, a link, open
+        # to others): say why, as the helper would, and start none, so a
+        # squatted /tmp fallback costs a log line per _SPAWN_EVERY, not a
+        # process.
+        locate.log("semantic helper: %s" % place_problem(path))
         return False
     try:
         sys.stdout.flush()
