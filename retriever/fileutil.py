@@ -221,19 +221,27 @@ def remove_folders(folders):
 def installed(path, runner):
     """What install recorded about its change to ``path`` for ``runner``
     (a dict, see ``note_installed``), or None."""
-    rec = load_record("installed.json").get(os.path.abspath(path), {}).get(runner)
+    rec = _installed_at(load_record("installed.json"), path).get(runner)
     return rec if isinstance(rec, dict) else None
+
+
+def _installed_at(data, path):
+    # The records of ``path`` in installed.json's ``data``: a dict, {} when
+    # missing or damaged (a list, a string there: read as no record).
+    recs = data.get(os.path.abspath(path))
+    return recs if isinstance(recs, dict) else {}
 
 
 def note_installed(path, runner, rec):
     """Record install's change to ``path``: ``rec`` holds ``made`` (the
     keys install added to hold its entry), ``after`` (the sha256 of the
     text it wrote) and ``backup`` (the file before it, or None), so
-    uninstall can put back exactly what was there.  For a file that is
-    ours whole (the names-only plugins) ``after`` alone: uninstall deletes
-    it only as install wrote it."""
+    uninstall can put back exactly what was there; ``command``, the
+    sha256 of the hook command it registered (doctor runs no other).  For
+    a file that is ours whole (the names-only plugins) ``after`` alone:
+    uninstall deletes it only as install wrote it."""
     data = load_record("installed.json")
-    data.setdefault(os.path.abspath(path), {})[runner] = rec
+    data[os.path.abspath(path)] = dict(_installed_at(data, path), **{runner: rec})
     save_record("installed.json", data)
 
 
@@ -264,7 +272,7 @@ def backup_before(rec, raw):
 def forget_installed(path, runner):
     """Drop and return the record of ``note_installed`` (or None)."""
     data = load_record("installed.json")
-    recs = data.get(os.path.abspath(path), {})
+    recs = data[os.path.abspath(path)] = _installed_at(data, path)
     rec = recs.pop(runner, None)
     if rec is not None:
         if not recs:

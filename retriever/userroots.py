@@ -54,7 +54,8 @@ def from_file(file=None):
     out = []
     for line in (raw or b"").decode("utf-8", "surrogateescape").splitlines():
         line = line.strip()
-        if line and not line.startswith("#"):
+        # No folder name holds a NUL byte (and stat raises ValueError on one).
+        if line and not line.startswith("#") and "\0" not in line:
             out.append(locate.abspath(line))
     return out
 

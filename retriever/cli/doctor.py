@@ -3,8 +3,10 @@
 One screen: the skill roots and their problems, the index files, each
 runner's registration (and the interpreter it starts), and a live probe
 that runs the exact registered command with a sample payload and times it
-against the bare interpreter.  Every finding carries the command that
-fixes it.  Exit 1 when something would stop retrieval from working (no
+against the bare interpreter.  Only a command install wrote (by the
+digest it recorded) or this installation's own is ever run: a cloned
+project's settings may name any program, and doctor is a read-only
+check.  Every finding carries the command that fixes it.  Exit 1 when something would stop retrieval from working (no
 skills, a settings file the runner cannot parse, a hook command that does
 not resolve), else 0.
 
@@ -28,6 +30,7 @@ from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
 PROBE_RUNS = 5
 PROBE_TIMEOUT = 20
+PROJECT = "registered by the project"  # a hook command doctor neither runs nor takes options from
 
 
 # ------------------------------------------------------------- findings
@@ -202,13 +205,38 @@ def _hook_opts(argv):
     return roots, index
 
 
-def check_command(report, runner, command, where):
+def may_run(runner, path, command):
+    """None when doctor may run the hook ``command`` registered in
+    ``path`` (the runner's file), else why not, in a few words.  It may
+    when install wrote that command there (the digest it recorded for that
+    file and runner), or when the command is exactly the one this
+    installation registers (our interpreter, our script, nothing else).
+    Whatever else a file names is never run: a cloned project's settings
+    can name a program of the clone (issue 36)."""
+    from retriever import fileutil
+    if command == install.hook_command(runner):
+        return None
+    real = os.path.realpath(path)
+    rec = fileutil.installed(real, runner)
+    if rec and rec.get("command") == fileutil.digest(command):
+        return None
+    if runner == "hermes" or real == os.path.realpath(install.settings_path(runner)):
+        return "not as skill-retrieve install wrote it"
+    return PROJECT
+
+
+def check_command(report, runner, command, where, why_not=None):
     """Resolve the registered ``command``: interpreter, shim, -S, .pth.
 
     Returns the dict stored in the runner entry (``argv`` is None when
-    the command cannot run).
+    the command cannot run; ``trusted`` when doctor may run it, else
+    ``why_not`` says why, see ``may_run``, and nothing it names is run).
     """
-    info = {"command": command, "argv": None}
+    info = {"command": command, "argv": None, "trusted": why_not is None}
+    if why_not:
+        info["not_run"] = why_not
+        _finding(report, "warn", "%s hook in %s is %s, so doctor does not run it"
+                 % (runner, where, why_not))
     reinstall = "skill-retrieve install %s" % runner
     try:
         argv = shlex.split(command)
@@ -253,9 +281,11 @@ def check_command(report, runner, command, where):
                  "tens to hundreds of ms to every prompt" % (runner, resolved),
                  "%s  (or SKILL_RETRIEVAL_PYTHON=/path/to/real/python3 %s)" % (reinstall, reinstall))
     if not info["no_site"]:
-        info["pth"] = _pth_files(resolved)
+        # Asking an interpreter doctor may not run is running it.
+        info["pth"] = _pth_files(resolved) if info["trusted"] else []
         _finding(report, "warn", "%s hook runs %s without -S, so site-packages and its %s "
-                 "load on every prompt%s" % (runner, resolved, plural(len(info["pth"]), ".pth file"),
+                 "load on every prompt%s" % (runner, resolved, plural(len(info["pth"]), ".pth file")
+                                              if info["trusted"] else ".pth files",
                                               ": " + ", ".join(os.path.basename(p) for p in info["pth"][:5])
                                               if info["pth"] else ""), reinstall)
     info["argv"] = argv
@@ -301,8 +331,12 @@ def _claude_plugin_hook(report, info):
             cmds = []
         if cmds:
             info.update(installed=True, enabled=True, state="installed (plugin %s)" % key, settings=hooks_file)
+            # Claude Code runs an installed plugin's hooks itself; a plugin
+            # path outside the user's config folder is not one it installed.
+            mine = os.path.realpath(hooks_file).startswith(
+                os.path.realpath(skillsets.claude_config_dir()) + "/")
             info["hook"] = check_command(report, "claude-code", cmds[0].replace("${CLAUDE_PLUGIN_ROOT}", path),
-                                         hooks_file)
+                                         hooks_file, None if mine else "outside Claude Code's config folder")
             return info
     return info
 
@@ -353,7 +387,7 @@ def _check_settings_hook(report, runner, path=None):
     if len(cmds) > 1:
         _finding(report, "warn", "%s: %d skill-retrieve hooks in %s; each prompt runs all of them"
                  % (runner, len(cmds), path), "skill-retrieve install %s  (keeps one)" % runner)
-    info["hook"] = check_command(report, runner, cmds[0], path)
+    info["hook"] = check_command(report, runner, cmds[0], path, may_run(runner, path, cmds[0]))
     return info
 
 
@@ -399,10 +433,20 @@ def check_script(report, runner, path=None):
     cmd = line[0].split(" ", 1)[1] if line else ""
     if cmd.startswith("command: "):
         cmd = cmd[len("command: "):]
-    info["hook"] = check_command(report, runner, cmd, path)
-    if info["hook"].get("argv") and runs_file:
+    info["hook"] = check_command(report, runner, cmd, path, may_run(runner, path, cmd))
+    if info["hook"].get("argv") and runs_file and _as_written(runner, path, text):
         info["hook"]["spawn"] = [path]  # the runner runs the file itself
     return info
+
+
+def _as_written(runner, path, text):
+    """Whether the script at ``path`` holds ``text`` exactly as install
+    wrote it (its recorded digest), or as this installation writes it:
+    only then may doctor run the file itself, whatever other lines it has."""
+    from retriever import fileutil
+    if text == install.script(runner, install.hook_command(runner)):
+        return True
+    return bool(fileutil.as_installed(fileutil.installed(os.path.realpath(path), runner), text))
 
 
 def check_hermes(report):
@@ -446,7 +490,8 @@ def check_hermes(report):
     if hook_cmds:
         info["installed"] = info["enabled"] = True
         info["state"] = (info.get("state", "") + "; " if present else "") + "shell hook in config.yaml"
-        info["hook"] = check_command(report, "hermes", hook_cmds[0], config)
+        info["hook"] = check_command(report, "hermes", hook_cmds[0], config,
+                                     may_run("hermes", config, hook_cmds[0]))
     if not info["installed"]:
         info["state"] = "not installed"
     return info
@@ -754,7 +799,9 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
             idx_users.setdefault(cli_path, []).append("command line")
         for info in installed:
             hook = info.get("hook") or {}
-            h_roots, h_index = _hook_opts(hook.get("argv") or [])
+            # A project's command chooses its own --root and --index: neither
+            # is checked, written by a probe, nor offered in a fix.
+            h_roots, h_index = _hook_opts((hook.get("argv") or []) if hook.get("not_run") != PROJECT else [])
             hermes = info["runner"] == "hermes"
             # The same request the hook makes, so the same path.
             path = service.index_path({"index": h_index, "platform": platform,
@@ -784,8 +831,8 @@ def _probe_all(report, installed, roots, index, cwd, platform):
     probed = False
     for info in installed:
         hook = info.get("hook")
-        if not hook or not hook.get("argv"):
-            continue
+        if not hook or not hook.get("argv") or not hook.get("trusted"):
+            continue  # (an untrusted command is named, never run)
         if not info.get("roots") and not roots:
             continue
         argv = hook.get("spawn") or hook["argv"]

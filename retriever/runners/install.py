@@ -500,7 +500,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
         if raw is None:
             # Uninstall restores what was there: nothing.
             fileutil.note_created(real, made)
-        _note(runner, real, raw, new, saved, keys)
+        _note(runner, real, raw, new, saved, keys, command)
         if mode & 0o111:
             os.chmod(real, os.stat(real).st_mode | 0o111)
     if saved:
@@ -511,12 +511,14 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     return 0
 
 
-def _note(runner, real, raw, new, saved, keys):
+def _note(runner, real, raw, new, saved, keys, command):
     # What uninstall needs to restore: the keys added, the text written and
-    # the file before.  A re-install over our own untouched write keeps the
-    # first install's record; over a file changed since, the byte-exact
-    # restore is off (the backup no longer says what to go back to); over a
-    # file without our hook, the old record is dropped.
+    # the file before; and the digest of the command registered, the one
+    # hook command doctor will run from that file.  A re-install over our
+    # own untouched write keeps the first install's record; over a file
+    # changed since, the byte-exact restore is off (the backup no longer
+    # says what to go back to); over a file without our hook, the old
+    # record is dropped.
     prev = fileutil.installed(real, runner)
     if prev and (raw is None or _our_command(runner, _text(raw, real)) is None):
         prev = None  # our hook was gone (taken out by hand): this install starts afresh
@@ -526,6 +528,7 @@ def _note(runner, real, raw, new, saved, keys):
         rec = {"made": sorted(set((prev or {}).get("made") or ()) | set(keys)),
                "backup": None if prev else saved}
     rec["after"] = fileutil.digest(new)
+    rec["command"] = fileutil.digest(command)
     fileutil.note_installed(real, runner, rec)
 
 

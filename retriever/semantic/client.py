@@ -48,15 +48,19 @@ def runtime_dir():
 # A Unix socket's path holds at most 108 bytes (sun_path); past that the
 # helper listens in a private folder of /tmp instead.
 _MAX_PATH = 100
+FALLBACK_DIR = "/tmp"  # where that folder goes (tests point it at a folder of theirs)
 
 
-def socket_path():
+def socket_path(fallback=None):
     """The helper's socket (SKILL_RETRIEVAL_SEMANTIC_SOCKET overrides); a
-    path too long for a Unix socket moves to ``/tmp/skill-retrieval-UID``."""
+    path too long for a Unix socket moves to ``/tmp/skill-retrieval-UID``
+    (``fallback`` or FALLBACK_DIR instead of /tmp).  Anyone may create
+    that folder first: ``private_folder`` and ``may_listen`` refuse it
+    then."""
     from retriever import settings
     p = settings.get("SKILL_RETRIEVAL_SEMANTIC_SOCKET") or runtime_dir() + "/semantic.sock"
     if len(p.encode("utf-8", "surrogateescape")) > _MAX_PATH:
-        p = "/tmp/skill-retrieval-%d/semantic.sock" % posix.getuid()
+        p = "%s/skill-retrieval-%d/semantic.sock" % (fallback or FALLBACK_DIR, posix.getuid())
     return p
 
 
@@ -76,6 +80,21 @@ def private_folder(path):
         return False
     return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == posix.getuid() \
         and not st.st_mode & 0o077
+
+
+def may_listen(sock_path):
+    """False when the folder of ``sock_path`` is there and is no
+    ``private_folder`` (another user's, a symlink, open to others): the
+    helper refuses to listen there (``place_problem``), so starting one
+    would only start one again on every query.  A missing folder is fine:
+    the helper makes it, mode 0700."""
+    try:
+        posix.lstat(sock_path.rsplit("/", 1)[0] or "/")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return private_folder(sock_path)
 
 
 S_IFSOCK, S_IFIFO = 0o140000, 0o010000  # stat.S_IFSOCK, S_IFIFO, without importing stat
@@ -504,7 +523,8 @@ class Provider:
 def start_detached(force=False):
     """Start a helper in its own session, not waiting for it.  At most one
     attempt per _SPAWN_EVERY seconds; the helper itself refuses to run
-    twice (a lock), so a race costs one short-lived process."""
+    twice (a lock), so a race costs one short-lived process.  None is
+    started where the socket's folder is refused (``may_listen``)."""
     import time
     d = runtime_dir()
     stamp = d + "/semantic.spawned"
@@ -521,6 +541,14 @@ def start_detached(force=False):
         posix.close(fd)
         posix.utime(stamp)
     except OSError:
+        return False
+    path = socket_path()
+    if not may_listen(path):
+        # A folder the helper would refuse (another user's, a link, open
+        # to others): say why, as the helper would, and start none, so a
+        # squatted /tmp fallback costs a log line per _SPAWN_EVERY, not a
+        # process.
+        locate.log("semantic helper: %s" % place_problem(path))
         return False
     try:
         sys.stdout.flush()
