@@ -308,7 +308,9 @@ def write_atomic(path, text, mode=None, expect=False):
     # pid and thread: two writers in one process must not share a temp file.
     tmp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        # surrogateescape: text decoded that way (a user's file holding
+        # bytes that are not UTF-8) is written back byte for byte.
+        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
