@@ -8,6 +8,7 @@ changed, and are capped.  Everything runs the real executable in a temp
 HOME (``cli``).
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -53,3 +54,45 @@ def test_roots_add_to_no_file_writes_the_header_and_the_folder(cli, cli_env):
     assert text.startswith("# ") and text.endswith("\n%s\n" % (home / "mine"))
     again = cli("roots", "add", "~/mine")
     assert "already there" in again.stdout and _roots_file(cli_env).read_text() == text
+
+
+# ------------------------------------------------- names-only entries (sync)
+
+
+def _claude_settings(cli_env):
+    return Path(cli_env["HOME"]) / ".claude" / "settings.json"
+
+
+def _overrides(cli_env):
+    return json.loads(_claude_settings(cli_env).read_text()).get("skillOverrides")
+
+
+def _drop_override(cli_env, name):
+    f = _claude_settings(cli_env)
+    data = json.loads(f.read_text())
+    del data["skillOverrides"][name]
+    f.write_text(json.dumps(data, indent=2))
+
+
+def test_sync_and_reinstall_never_bring_back_an_entry_the_user_removed(cli, cli_env, tmp_path):
+    skills = Path(cli_env["HOME"]) / ".claude" / "skills"
+    for n in ("alpha", "beta"):
+        make_skill(skills, n, {"name": n, "description": "Does %s." % n})
+    assert_clean(cli("install", "claude-code"))
+    assert _overrides(cli_env) == {"alpha": "name-only", "beta": "name-only"}
+    _drop_override(cli_env, "beta")  # keep beta's description in the listing
+    payload = json.dumps({"cwd": str(tmp_path)})
+    assert_clean(cli("sync", "claude-code", input=payload))
+    assert _overrides(cli_env) == {"alpha": "name-only"}
+    # A skill that appears later is still covered, and once only.
+    make_skill(skills, "late", {"name": "late", "description": "Arrives later."})
+    assert_clean(cli("sync", "claude-code", input=payload))
+    assert _overrides(cli_env) == {"alpha": "name-only", "late": "name-only"}
+    _drop_override(cli_env, "late")
+    assert_clean(cli("sync", "claude-code", input=payload))
+    # An install run again adds nothing the user took out either.
+    assert_clean(cli("install", "claude-code"))
+    assert _overrides(cli_env) == {"alpha": "name-only"}
+    # The log names what sync added: "late", once, and never "beta".
+    logged = (Path(cli_env["XDG_CACHE_HOME"]) / "skill-retrieval" / "skill-retrieval.log").read_text()
+    assert logged.count("new skills: late") == 1 and "beta" not in logged

@@ -248,6 +248,17 @@ def add_overrides(data, names, path="settings"):
     return added
 
 
+def _seen(rec):
+    # The skills install or sync has seen for a settings file (a set): an
+    # entry is added only for a skill not among them, so one the user took
+    # out by hand (to keep its description) stays out.  A record from
+    # before "seen" was kept: the entries install added.
+    seen = rec.get("seen") if isinstance(rec, dict) else None
+    if not isinstance(seen, list):
+        seen = rec.get("keys", ()) if isinstance(rec, dict) else ()
+    return {n for n in seen if isinstance(n, str)}
+
+
 def _claude_install(project, cwd, out, dry_run):
     from retriever.runners import install
     path = _claude_path(project)
@@ -258,14 +269,15 @@ def _claude_install(project, cwd, out, dry_run):
         data = install.parse_settings(old or "", path)
         prev = record_of("claude-code", path) or {}
         had_key = "skillOverrides" in data
-        added = add_overrides(data, names, path)
+        seen = _seen(prev)
+        added = add_overrides(data, [n for n in names if n not in seen], path)
         sync_added = not _has_sync(data, "claude-code")
         made = []
         if sync_added:
             _session_groups(data, path, create=True, made=made).append(
                 {"matcher": "startup|resume|clear",
                  "hooks": [{"type": "command", "command": sync_command("claude-code", project), "timeout": 10}]})
-        rec.update(keys=sorted(set(prev.get("keys", ())) | set(added)),
+        rec.update(keys=sorted(set(prev.get("keys", ())) | set(added)), seen=sorted(seen | set(names)),
                    created_key=bool(prev.get("created_key")) or (bool(added) and not had_key),
                    sync=bool(prev.get("sync")) or sync_added,
                    # The containers the sync hook's group needed: uninstall
@@ -321,9 +333,11 @@ def _claude_uninstall(project, out, dry_run):
 
 
 def sync(runner, payload, project=None):
-    """Add names-only entries for skills that appeared since install (the
-    session-start hook).  Only where install set names-only up; never
-    changes an entry that is there already, nor creates the file.  Waits
+    """Add names-only entries for skills that appeared since install or
+    the last sync (the session-start hook; the record's ``seen`` holds the
+    skills seen so far, so an entry the user removed is not brought back).
+    Only where install set names-only up; never changes an entry that is
+    there already, nor creates the file.  Waits
     at most SYNC_WAIT seconds for an install or uninstall under way (Busy
     after it; the hook then leaves quietly), and re-reads the record once
     it holds the lock, so it never writes past one.  Returns the names
@@ -340,23 +354,31 @@ def sync(runner, payload, project=None):
 
     def plan(old):
         got.clear()
-        if old is None or not record_of(runner, path):
+        rec = record_of(runner, path)
+        if old is None or not rec:
             return None  # the file or the record went meanwhile (an uninstall)
         data = install.parse_settings(old, path)
         had_key = "skillOverrides" in data
-        got["added"] = add_overrides(data, names, path)
+        seen = _seen(rec)
+        got["added"] = add_overrides(data, [n for n in names if n not in seen], path)
         got["made_key"] = bool(got["added"]) and not had_key
         return install.dump_settings(data) if got["added"] else None
 
     import io
     with fileutil.install_lock(wait=SYNC_WAIT):
-        if _write(path, plan, io.StringIO(), False, wait=SYNC_WAIT) is None:  # silent: a hook
-            return []
+        written = _write(path, plan, io.StringIO(), False, wait=SYNC_WAIT) is not None  # silent: a hook
         rec = record_of(runner, path)
-        rec.update(keys=sorted(set(rec.get("keys", ())) | set(got["added"])),
-                   created_key=bool(rec.get("created_key")) or got["made_key"])
+        if not rec or (not written and set(names) <= _seen(rec)):
+            return []
+        # What this run saw is recorded even when nothing was written (a
+        # new skill the user had an entry for already): from now on it is
+        # the user's to keep or remove.
+        rec["seen"] = sorted(_seen(rec) | set(names))
+        if written:
+            rec.update(keys=sorted(set(rec.get("keys", ())) | set(got["added"])),
+                       created_key=bool(rec.get("created_key")) or got["made_key"])
         _set_record(runner, path, rec)
-    return got["added"]
+    return got["added"] if written else []
 
 
 # ------------------------------------------------------------------ Codex
