@@ -96,3 +96,61 @@ def test_sync_and_reinstall_never_bring_back_an_entry_the_user_removed(cli, cli_
     # The log names what sync added: "late", once, and never "beta".
     logged = (Path(cli_env["XDG_CACHE_HOME"]) / "skill-retrieval" / "skill-retrieval.log").read_text()
     assert logged.count("new skills: late") == 1 and "beta" not in logged
+
+
+# ----------------------------------------------------------------- backups
+
+
+def _backed_up(out, path):
+    return [line for line in out.splitlines() if line.startswith("backed up %s " % path)]
+
+
+def test_install_backs_up_no_file_that_was_not_there(cli, cli_env):
+    # Issue 41 item 7: install "backed up" a settings file that did not
+    # exist: its second half backed up what the first half had just written.
+    make_skill(Path(cli_env["HOME"]) / ".claude" / "skills", "alpha", {"name": "alpha", "description": "A."})
+    settings = _claude_settings(cli_env)
+    proc = cli("install", "claude-code")
+    assert_clean(proc)
+    assert _backed_up(proc.stdout, settings) == [] and backups_of(settings) == []
+    proc = cli("uninstall", "claude-code")
+    assert_clean(proc)
+    assert not settings.exists()
+    assert len(_backed_up(proc.stdout, settings)) <= 1 and "None" not in proc.stdout
+
+
+def test_one_backup_line_per_file_holding_the_users_bytes(cli, cli_env):
+    make_skill(Path(cli_env["HOME"]) / ".claude" / "skills", "alpha", {"name": "alpha", "description": "A."})
+    settings = _claude_settings(cli_env)
+    mine = b'{\n  "theme": "dark"\n}\n'
+    settings.write_bytes(mine)
+    proc = cli("install", "claude-code")
+    assert_clean(proc)
+    (line,) = _backed_up(proc.stdout, settings)
+    assert [Path(b).read_bytes() for b in backups_of(settings)] == [mine]
+    installed = settings.read_bytes()
+    proc = cli("uninstall", "claude-code")
+    assert_clean(proc)
+    (line,) = _backed_up(proc.stdout, settings)  # one, though both halves changed it
+    assert Path(line.split(" to ", 1)[1]).read_bytes() == installed
+    assert settings.read_bytes() == mine
+
+
+def test_backups_are_capped_but_the_one_uninstall_needs_is_kept(cli, cli_env):
+    from retriever import fileutil
+    make_skill(Path(cli_env["HOME"]) / ".claude" / "skills", "alpha", {"name": "alpha", "description": "A."})
+    settings = _claude_settings(cli_env)
+    for n in range(4):  # install and uninstall, over and over: each backs up
+        settings.write_text(json.dumps({"n": n}))
+        assert_clean(cli("install", "claude-code"))
+        assert_clean(cli("uninstall", "claude-code"))
+    assert len(backups_of(settings)) == fileutil.BACKUPS_KEPT
+    mine = b'{"theme": "dark"}\n'
+    settings.write_bytes(mine)
+    assert_clean(cli("install", "claude-code"))
+    last = [fileutil.backup(str(settings), b"%d" % n) for n in range(8)][-1]
+    kept = backups_of(settings)
+    assert len(kept) == fileutil.BACKUPS_KEPT + 1 and last in kept
+    assert mine in [Path(b).read_bytes() for b in kept]  # install's record names it
+    assert_clean(cli("uninstall", "claude-code"))
+    assert settings.read_bytes() == mine  # restored from it, byte for byte
