@@ -346,6 +346,9 @@ def write_atomic(path, text, mode=None, expect=False):
     except FileNotFoundError:
         mode = 0o644 if mode is None else mode
     # pid and thread: two writers in one process must not share a temp file.
+    # Those of writers killed before their rename are swept first.
+    from retriever import locate
+    locate.remove_dead_temps(path)
     tmp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
     try:
         # surrogateescape: text decoded that way (a user's file holding

@@ -257,6 +257,9 @@ def save(path, sessions):
             break
         for key in list(sessions)[:max(1, len(sessions) // 4)]:
             del sessions[key]
+    # Temp files of writers killed before their rename (pids that are gone):
+    # swept, as an index build sweeps its own (store.remove_dead_temps).
+    locate.remove_dead_temps(path)
     tmp = "%s.tmp-%d" % (path, posix.getpid())
     flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
     try:

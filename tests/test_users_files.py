@@ -10,6 +10,7 @@ HOME (``cli``).
 
 import json
 import os
+import signal
 from pathlib import Path
 
 from conftest import assert_clean, backups_of, make_skill
@@ -154,3 +155,58 @@ def test_backups_are_capped_but_the_one_uninstall_needs_is_kept(cli, cli_env):
     assert mine in [Path(b).read_bytes() for b in kept]  # install's record names it
     assert_clean(cli("uninstall", "claude-code"))
     assert settings.read_bytes() == mine  # restored from it, byte for byte
+
+
+# ------------------------------------------------- killed writers leave nothing
+
+
+def _killed_before_rename(module, write):
+    """Run ``write()`` in a child process that is killed (SIGKILL) at the
+    rename of its temp file: the moment a temp file is left behind."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            def die(*_a, **_k):
+                os.kill(os.getpid(), signal.SIGKILL)
+            for name in ("rename", "replace"):
+                if hasattr(module, name):
+                    setattr(module, name, die)
+            write()
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def _ours(folder, name):
+    return sorted(f for f in os.listdir(folder) if f.startswith(name))
+
+
+def test_session_memory_sweeps_the_temp_files_of_killed_writers(tmp_path):
+    import posix
+    from retriever import session
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    path = str(folder / "sessions.json")
+    for n in range(3):  # each save sweeps what the one killed before it left
+        _killed_before_rename(posix, lambda: session.save(path, {"k%d" % n: {"t": 1.0}}))
+        assert len(_ours(folder, "sessions.json.tmp-")) == 1
+    session.save(path, {"k": {"t": 2.0}})
+    assert _ours(folder, "sessions.json") == ["sessions.json"]
+    assert json.loads(Path(path).read_text()) == {"v": 1, "sessions": {"k": {"t": 2.0}}}
+
+
+def test_an_installers_write_sweeps_the_temp_files_of_killed_writers(tmp_path):
+    from retriever import fileutil
+    folder = tmp_path / "claude"
+    folder.mkdir(mode=0o700)
+    path = str(folder / "settings.json")
+    _killed_before_rename(os, lambda: fileutil.write_atomic(path, "{}\n"))
+    assert len(_ours(folder, "settings.json.tmp-")) == 1 and not os.path.exists(path)
+    fileutil.write_atomic(path, '{"a": 1}\n')
+    assert _ours(folder, "settings.json") == ["settings.json"]
+    # Another user's file, or a live writer's, is never touched.
+    live = folder / ("settings.json.tmp-%d-1" % os.getpid())
+    live.write_text("x")
+    fileutil.write_atomic(path, '{"a": 2}\n')
+    assert live.exists()
