@@ -57,6 +57,19 @@ def test_roots_add_to_no_file_writes_the_header_and_the_folder(cli, cli_env):
     assert "already there" in again.stdout and _roots_file(cli_env).read_text() == text
 
 
+def test_roots_add_to_a_read_only_file_says_so_in_one_line(cli, cli_env):
+    home = Path(cli_env["HOME"])
+    make_skill(home / "mine", "s", {"name": "s", "description": "A skill"})
+    f = _roots_file(cli_env)
+    f.parent.mkdir(parents=True)
+    f.write_text("# mine, read-only on purpose\n")
+    f.chmod(0o444)
+    proc = cli("roots", "add", "~/mine")
+    assert_clean(proc, 1)
+    assert proc.stderr.startswith("skill-retrieve: roots add: ") and proc.stderr.count("\n") == 1
+    assert f.read_text() == "# mine, read-only on purpose\n"
+
+
 # ------------------------------------------------- names-only entries (sync)
 
 
