@@ -86,6 +86,10 @@ def _hostile_lines(rng):
         lambda: (json.dumps({"toolCalls": [{"name": "read_file", "args": {"p": "a/SKILL.md"}}] * 5000}) + "\n").encode(),
         lambda: LOAD,
     ]
+    # Runs of small real loads: thousands of lines to parse, past the
+    # per-prompt budget on a slow machine (then the next prompt goes on).
+    kinds.append(lambda: b"".join(bash_line("cat /s/k%d/SKILL.md" % rng.randrange(10 ** 6))
+                                  for _ in range(rng.randint(100, 3000))))
     return kinds
 
 
