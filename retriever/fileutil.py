@@ -53,15 +53,28 @@ def backup(path, data):
                  if f.startswith(head) and f[len(head):].isdigit()] or [0])
     if n > 1:
         dest = "%s-%d" % (dest, n - 1)
-    while True:
-        try:
-            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            break
-        except FileExistsError:
-            dest = "%s.bak-%s-%d" % (base, stamp, n)
-            n += 1
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    # Written whole under a temp name, then linked to its name (which
+    # fails on a name taken, as O_EXCL did): a writer killed midway leaves
+    # a temp file the next backup sweeps, never a truncated backup that
+    # uninstall would restore.
+    from retriever import locate
+    locate.remove_dead_temps(base + ".bak")
+    tmp = "%s.bak.tmp-%d-%d" % (base, os.getpid(), threading.get_ident())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        while True:
+            try:
+                os.link(tmp, dest)
+                break
+            except FileExistsError:
+                dest = "%s.bak-%s-%d" % (base, stamp, n)
+                n += 1
+    finally:
+        os.unlink(tmp)
     prune_backups(path)
     return dest
 

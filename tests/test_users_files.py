@@ -223,3 +223,27 @@ def test_an_installers_write_sweeps_the_temp_files_of_killed_writers(tmp_path):
     live.write_text("x")
     fileutil.write_atomic(path, '{"a": 2}\n')
     assert live.exists()
+
+
+def test_a_backup_killed_midway_is_never_a_truncated_backup(tmp_path):
+    from retriever import fileutil
+    path = tmp_path / "settings.json"
+    data = b"{" + b" " * (1 << 20) + b"}"
+    pid = os.fork()
+    if pid == 0:
+        try:
+            real = os.fsync
+
+            def die(fd):  # the bytes are written, not yet in place
+                os.kill(os.getpid(), signal.SIGKILL)
+                real(fd)
+            os.fsync = die
+            fileutil.backup(str(path), data)
+        finally:
+            os._exit(1)
+    os.waitpid(pid, 0)
+    folder = Path(fileutil.state_dir()) / "backups"
+    assert backups_of(path) == []  # nothing under a backup's name
+    done = fileutil.backup(str(path), data)
+    assert backups_of(path) == [done] and Path(done).read_bytes() == data
+    assert sorted(os.listdir(folder)) == [os.path.basename(done)]  # the temp file swept
