@@ -247,3 +247,15 @@ def test_a_backup_killed_midway_is_never_a_truncated_backup(tmp_path):
     done = fileutil.backup(str(path), data)
     assert backups_of(path) == [done] and Path(done).read_bytes() == data
     assert sorted(os.listdir(folder)) == [os.path.basename(done)]  # the temp file swept
+
+
+def test_status_calls_a_removed_entry_the_users_choice_not_a_new_skill(cli, cli_env, tmp_path):
+    from retriever.runners import listing
+    skills = Path(cli_env["HOME"]) / ".claude" / "skills"
+    for n in ("alpha", "beta"):
+        make_skill(skills, n, {"name": n, "description": "Does %s." % n})
+    assert_clean(cli("install", "claude-code"))
+    _drop_override(cli_env, "beta")
+    make_skill(skills, "late", {"name": "late", "description": "Arrives later."})
+    full = dict(listing.status("claude-code", str(tmp_path))["full"])
+    assert "removed by hand" in full["beta"] and "added since" in full["late"]

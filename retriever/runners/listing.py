@@ -911,9 +911,14 @@ def status(runner, cwd=None, project=None):
         out["covered"] = len(on)
         out["full"] = full + [(n, "skillOverrides sets it to %r" % ov[n]) for n in names
                               if n in ov and ov[n] != NAME_ONLY]
-        missing = [n for n in names if n not in ov]
+        seen = _seen(record_of(runner, path))
+        missing = [n for n in names if n not in ov and n not in seen]
         out["full"] += [(n, "added since the last session; listed by name from the next one")
                         for n in missing]
+        # Seen before and without an entry now: the user took it out, and
+        # neither sync nor install puts it back.
+        out["full"] += [(n, "its skillOverrides entry was removed by hand; left so")
+                        for n in names if n not in ov and n in seen]
         if on:
             out["state"] = "on" if record_of(runner, path) else "user"
         if out["state"] != "off" and not _has_sync(data, runner) and missing:
