@@ -77,7 +77,9 @@ _BASE_DIR = "Base directory for this skill: "  # Claude Code, before a loaded sk
 # Bounds on the parse of untrusted transcript text, so that a prompt's cost
 # does not grow with what one line holds (issue 36: a 96 KiB argument of
 # "SKILL.md/SKILL.md/..." once took 26 s and every later prompt was killed).
-PARSE_BUDGET_S = 0.025  # CPU time spent parsing lines per prompt; the rest waits
+# CPU time of the parsing thread (not the process: a Hermes gateway runs
+# other turns in other threads) per prompt; the rest waits for the next.
+PARSE_BUDGET_S = 0.025
 _PATH_MAX = 4096        # a longer token is no path a tool could open
 _MENTIONS = 64          # SKILL.md mentions looked at per string: the last ones
 _PARTS = 256            # tool calls, content parts and strings looked at per record
@@ -426,10 +428,10 @@ def history_loads(history, budget=PARSE_BUDGET_S):
     Touches nothing shared: the Hermes plugin calls it outside its lock."""
     if not isinstance(history, list):
         return []
-    deadline = time.process_time() + budget
+    deadline = time.thread_time() + budget
     per = []
     for msg in reversed(history[-HISTORY_MESSAGES:]):
-        if time.process_time() > deadline:
+        if time.thread_time() > deadline:
             break
         one = []
         evidence(msg, one)
@@ -474,9 +476,9 @@ def read_transcript(path, tx, found, status=None, budget=PARSE_BUDGET_S):
     end = data.rfind(b"\n")
     if end < 0:
         return tx  # nothing new, or a line still being written
-    deadline = time.process_time() + budget
+    deadline = time.thread_time() + budget
     for a, b in _marked_lines(data, end, data.find(b"\n") + 1 if cut else 0):
-        if time.process_time() > deadline:
+        if time.thread_time() > deadline:
             # One bad line costs one prompt at most: the lines before it
             # are done, and the next prompt starts here.
             if status is not None:
