@@ -259,3 +259,26 @@ def test_status_calls_a_removed_entry_the_users_choice_not_a_new_skill(cli, cli_
     make_skill(skills, "late", {"name": "late", "description": "Arrives later."})
     full = dict(listing.status("claude-code", str(tmp_path))["full"])
     assert "removed by hand" in full["beta"] and "added since" in full["late"]
+
+
+def test_codex_reinstall_leaves_out_the_warning_switch_the_user_removed(cli, tmp_path):
+    codex = tmp_path / "codex-home"
+    env = {"CODEX_HOME": codex}
+    make_skill(codex / "skills", "alpha", {"name": "alpha", "description": "A."})
+    config = codex / "config.toml"
+    config.write_text('model = "x"\n')
+    assert_clean(cli("install", "codex", env=env))
+    text = config.read_text()
+    assert "suppress_unstable_features_warning = true" in text
+    # The user wants Codex's warning back, and removes our switch for it.
+    config.write_text(text.replace("suppress_unstable_features_warning = true\n", ""))
+    mine = config.read_text()
+    assert_clean(cli("install", "codex", env=env))
+    assert config.read_text() == mine
+    # The names-only line itself is what install is for: taken out, it is set again.
+    config.write_text(mine.replace("omit_skill_descriptions = true\n", ""))
+    assert_clean(cli("install", "codex", env=env))
+    assert "omit_skill_descriptions = true" in config.read_text()
+    assert "suppress_unstable" not in config.read_text()
+    assert_clean(cli("uninstall", "codex", env=env))
+    assert config.read_text() == 'model = "x"\n'

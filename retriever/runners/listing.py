@@ -421,11 +421,13 @@ def _features_header(lines):
     return None
 
 
-def codex_edit(text, path="config.toml"):
+def codex_edit(text, path="config.toml", removed=()):
     """``(new text, record)`` turning Codex's names-only on in ``text`` (a
-    config.toml); keys the user set already are left as they are.  The
-    edit is textual (the user's comments and layout stay) and checked by
-    reading the result back.  Raises Refused."""
+    config.toml); keys the user set already are left as they are, and so
+    are the record's lines in ``removed`` ("top": an earlier install added
+    the warning switch, and the user took it out since).  The edit is
+    textual (the user's comments and layout stay) and checked by reading
+    the result back.  Raises Refused."""
     data = _toml(text, path)
     lines = text.splitlines(True)
     rec = {"lines": [], "header": False, "newline": False}
@@ -444,7 +446,7 @@ def codex_edit(text, path="config.toml"):
                               "add `%s` to it by hand" % (path, OMIT_LINE))
             lines.insert(at + 1, OMIT_LINE + "\n")
         rec["lines"].append("features")
-    if "suppress_unstable_features_warning" not in data:
+    if "suppress_unstable_features_warning" not in data and "top" not in removed:
         lines.insert(0, QUIET_LINE + "\n")
         rec["lines"].append("top")
     new = "".join(lines)
@@ -494,7 +496,11 @@ def _codex_install(project, out, dry_run):
     rec = {}
 
     def plan(old):
-        new, edit = codex_edit(old or "", path)
+        # The warning switch is a side line of ours: one the user removed
+        # after an earlier install stays out.  The names-only line itself
+        # is what install is run for, and is set again.
+        prev = record_of("codex", path) or {}
+        new, edit = codex_edit(old or "", path, removed=("top",) if "top" in prev.get("lines", ()) else ())
         rec.clear()
         rec.update(edit)
         return new if edit["lines"] else None
