@@ -274,8 +274,11 @@ def retrieve(state, text, session_id="", platform="", history=None):
     if session_id:
         # Kept in memory: this process lives as long as Hermes does.
         from retriever import session
+        # The conversation is read before the lock: its cost is this
+        # turn's alone, never a wait for another session's turn.
+        loads = session.history_loads(history) if results else []
         with state["mu"]:  # gateway turns run in several threads
-            memo = session.begin(session_id, "hermes", history=history, store=state["memory"],
+            memo = session.begin(session_id, "hermes", store=state["memory"], loads=loads,
                                  ranking="+".join(req.get("tiers") or ()))
             results = session.filter(memo, results, text)
             session.record(memo, results)

@@ -29,29 +29,82 @@ def backup_name(path):
     return os.path.abspath(path).lstrip("/").replace("/", "%")
 
 
+BACKUPS_KEPT = 5  # per file, besides the ones an install record names
+
+
 def backup(path, data):
     """Save ``data``, the bytes read from ``path`` (not the file as it is
     now: another program may have written it since), to
     ``<state>/backups/<path with / as %>.bak-YYYYmmdd-HHMMSS`` (never
     overwriting an earlier backup), mode 0600.  Backups never go beside the
     file: a runner that runs every file in its hooks folder (Cline) would
-    run a backup too.  Returns the backup's path."""
+    run a backup too.  Only the last BACKUPS_KEPT of a file are kept, and
+    those an install record needs (``prune_backups``).  Returns the
+    backup's path."""
     folder = os.path.join(state_dir(), "backups")
     os.makedirs(folder, mode=0o700, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = os.path.join(folder, backup_name(path))
     dest = "%s.bak-%s" % (base, stamp)
-    n = 1
-    while True:
-        try:
-            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            break
-        except FileExistsError:
-            dest = "%s.bak-%s-%d" % (base, stamp, n)
-            n += 1
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    # Past the highest number taken this second: a name freed by pruning
+    # is not taken again, so names keep the order backups were made in.
+    head = os.path.basename(dest) + "-"
+    n = 1 + max([int(f[len(head):]) for f in os.listdir(folder)
+                 if f.startswith(head) and f[len(head):].isdigit()] or [0])
+    if n > 1:
+        dest = "%s-%d" % (dest, n - 1)
+    # Written whole under a temp name, then linked to its name (which
+    # fails on a name taken, as O_EXCL did): a writer killed midway leaves
+    # a temp file the next backup sweeps, never a truncated backup that
+    # uninstall would restore.
+    from retriever import locate
+    locate.remove_dead_temps(base + ".bak")
+    tmp = "%s.bak.tmp-%d-%d" % (base, os.getpid(), threading.get_ident())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        while True:
+            try:
+                os.link(tmp, dest)
+                break
+            except FileExistsError:
+                dest = "%s.bak-%s-%d" % (base, stamp, n)
+                n += 1
+    finally:
+        os.unlink(tmp)
+    prune_backups(path)
     return dest
+
+
+def _backup_order(name, stem):
+    # "<stem>YYYYmmdd-HHMMSS[-N]" in the order they were made (the name
+    # alone would put "-10" before "-2").
+    parts = name[len(stem):].split("-") + ["", "", ""]
+    return (parts[0], parts[1], int(parts[2]) if parts[2].isdigit() else 0, name)
+
+
+def prune_backups(path, keep=BACKUPS_KEPT):
+    """Delete the backups of ``path`` but the last ``keep``, and but the
+    ones an install record names (uninstall restores from them).  Never
+    raises: a backup left is only space."""
+    folder = os.path.join(state_dir(), "backups")
+    stem = backup_name(path) + ".bak-"
+    try:
+        names = sorted((f for f in os.listdir(folder) if f.startswith(stem)), key=lambda f: _backup_order(f, stem))
+        needed = {os.path.basename(r.get("backup") or "") for recs in load_record("installed.json").values()
+                  if isinstance(recs, dict) for r in recs.values() if isinstance(r, dict)
+                  and isinstance(r.get("backup"), str)}
+    except (OSError, ValueError, AttributeError):
+        return
+    for f in names[:max(0, len(names) - keep)]:
+        if f not in needed:
+            try:
+                os.unlink(os.path.join(folder, f))
+            except OSError:
+                pass
 
 
 class Unchanged(Exception):
@@ -314,9 +367,14 @@ def write_atomic(path, text, mode=None, expect=False):
     except FileNotFoundError:
         mode = 0o644 if mode is None else mode
     # pid and thread: two writers in one process must not share a temp file.
+    # Those of writers killed before their rename are swept first.
+    from retriever import locate
+    locate.remove_dead_temps(path)
     tmp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        # surrogateescape: text decoded that way (a user's file holding
+        # bytes that are not UTF-8) is written back byte for byte.
+        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -422,11 +480,13 @@ def install_lock(wait=None):
     try:
         _flock(fd, LOCK_WAIT if wait is None else wait,
                "another skill-retrieve install or uninstall holds %s; try again when it has finished" % path)
-        _lock_depth.n = 1
+        # What updates write while it is held (one command): not the
+        # user's bytes, never backed up (``update``).
+        _lock_depth.n, _lock_depth.wrote = 1, {}
         try:
             yield
         finally:
-            _lock_depth.n = 0
+            _lock_depth.n, _lock_depth.wrote = 0, {}
     finally:
         os.close(fd)  # releases the flock
 
@@ -539,7 +599,8 @@ def update(path, change, wait=None, dry_run=False):
     gets the file's bytes (None when there is none) and returns its new
     text, DELETE, or None to leave it.  The old bytes are backed up, then
     the new text replaces the file only if it still holds the bytes that
-    were read; if another program wrote it meanwhile, ``change`` runs again
+    were read (bytes written under the same hold of the installers' lock,
+    by this command, are not backed up again); if another program wrote it meanwhile, ``change`` runs again
     on what it wrote, so neither side's edit is lost.  A symlinked file is
     changed at its target; DELETE removes the target, never the link.
     ``change`` may raise to refuse; Busy when the file never held still,
@@ -569,12 +630,20 @@ def update(path, change, wait=None, dry_run=False):
                 if new is None:
                     return raw, None, None
                 refuse_read_only(real)
-                saved = backup(path, raw) if raw is not None else None
+                # Only bytes the user had are backed up: not a file this
+                # command wrote a moment ago (install's and uninstall's two
+                # halves change one settings file in turn, under one lock).
+                wrote = _lock_depth.wrote
+                saved = backup(path, raw) if raw is not None and raw != wrote.get(real) else None
                 if new is DELETE:
                     done = raw is None or _unlink_if(real, raw)
                 else:
                     done = write_atomic(real, new, expect=raw)
                 if done:
+                    if new is DELETE:
+                        wrote.pop(real, None)
+                    else:
+                        wrote[real] = new.encode("utf-8", "surrogateescape")
                     return raw, new, saved
                 if saved:
                     os.unlink(saved)

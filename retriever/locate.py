@@ -177,6 +177,41 @@ def private_dir(folder):
     return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == posix.getuid() and not st.st_mode & 0o022
 
 
+def remove_dead_temps(path, tag=".tmp-"):
+    """Remove the temp files ``<path><tag><pid>[-...]`` that a writer left
+    when it was killed before its rename (session memory, the installers'
+    writes): regular files of this user whose pid is no live process.  A
+    live pid's (its own, or a reused one's) stays for its writer.  Only in
+    a folder nobody else can write (``private_dir``), so no name can be
+    swapped under us.  Never raises."""
+    folder, _, name = path.rpartition("/")
+    folder = folder or "/"
+    if not private_dir(folder):
+        return
+    head = name + tag
+    try:
+        names = [n for n in posix.listdir(folder) if n.startswith(head)]
+    except OSError:
+        return
+    for n in names:
+        pid = n[len(head):].split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            posix.kill(int(pid), 0)
+            continue  # alive
+        except ProcessLookupError:
+            pass
+        except (OSError, OverflowError):
+            continue  # alive and another user's (EPERM), or no pid at all
+        try:
+            st = posix.lstat(folder + "/" + n)
+            if (st.st_mode & 0o170000) == 0o100000 and st.st_uid == posix.getuid():
+                posix.unlink(folder + "/" + n)
+        except OSError:
+            pass
+
+
 def side_path(index_path, suffix):
     """Where the side file ``suffix`` (".reuse", ".building", ...) of the
     index at ``index_path`` lives: beside it when its folder is private

@@ -74,19 +74,32 @@ _SKILL_TOOLS = ("skill", "activate_skill", "skill_view")
 _MARKERS = (b"SKILL.md", b'"Skill"', b"activate_skill", b"skill_view", b"<skill>",
             b"Base directory for this skill")
 _BASE_DIR = "Base directory for this skill: "  # Claude Code, before a loaded skill's text
+# Bounds on the parse of untrusted transcript text, so that a prompt's cost
+# does not grow with what one line holds (issue 36: a 96 KiB argument of
+# "SKILL.md/SKILL.md/..." once took 26 s and every later prompt was killed).
+# CPU time of the parsing thread (not the process: a Hermes gateway runs
+# other turns in other threads) per prompt; the rest waits for the next.
+PARSE_BUDGET_S = 0.025
+_PATH_MAX = 4096        # a longer token is no path a tool could open
+_MENTIONS = 64          # SKILL.md mentions looked at per string: the last ones
+_PARTS = 256            # tool calls, content parts and strings looked at per record
+_DELIMS = " \t\n\"'`=<>|;&(),:"  # what ends a path token in a command line
+_PATTERN = "*?[]{}$"   # a token holding one is a pattern, not a path
 
 
 # ------------------------------------------------------------------ the API
 
 
 def begin(session_id, runner="", transcript=None, history=None, agent_id=None, ranking="",
-          store=None, path=None, now=None):
+          store=None, path=None, now=None, loads=None):
     """The memory of one prompt of session ``session_id`` (a str), or None
     when there is none (no session id, or no safe place to keep it).
 
     ``transcript``: the runner's transcript file, read when ``filter`` has
     something to filter.  ``history``: a list of chat messages (Hermes).
     ``agent_id``: a subagent's id (its context is not its parent's).
+    ``loads``: what ``history_loads`` found, when the caller read the
+    history already (the Hermes plugin, before taking its lock).
     ``ranking``: which ranking scored this prompt's results ("bm25",
     "bm25+semantic"): scores are compared only within one.
     ``store``: a dict holding the sessions in memory (the Hermes plugin);
@@ -113,6 +126,7 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
     return {"key": key, "entry": entry, "sessions": sessions, "path": path, "writable": writable,
             "now": now, "ranking": ranking or "", "transcript": transcript if isinstance(transcript, str) else None,
             "history": history if isinstance(history, list) else None, "seen": False,
+            "loads": [x for x in loads if isinstance(x, str)] if isinstance(loads, list) else [],
             # Whether this turn changes what the session holds: a turn that
             # injects nothing, finds no new load and has nothing injected in
             # the window to count down is not written.
@@ -245,6 +259,9 @@ def save(path, sessions):
             break
         for key in list(sessions)[:max(1, len(sessions) // 4)]:
             del sessions[key]
+    # Temp files of writers killed before their rename (pids that are gone):
+    # swept, as an index build sweeps its own (store.remove_dead_temps).
+    locate.remove_dead_temps(path)
     tmp = "%s.tmp-%d" % (path, posix.getpid())
     flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
     try:
@@ -382,13 +399,16 @@ def _see_loaded(memo):
         return
     memo["seen"] = True
     entry = memo["entry"]
-    found = []
+    found = list(memo["loads"])
     try:
         if memo["transcript"]:
-            entry["x"] = read_transcript(memo["transcript"], entry["x"], found)
+            status = {}
+            entry["x"] = read_transcript(memo["transcript"], entry["x"], found, status)
+            # Stopped early: the offset reached is saved even on a silent
+            # turn, so the next prompt goes on from there, not from scratch.
+            memo["changed"] = memo["changed"] or bool(status.get("cut"))
         if memo["history"]:
-            for msg in memo["history"][-HISTORY_MESSAGES:]:
-                evidence(msg, found)
+            found += history_loads(memo["history"])
     except Exception as exc:  # untrusted text: whatever it holds, the prompt is answered
         locate.log("session memory: transcript skipped (%s: %s)" % (type(exc).__name__, exc))
     if found:
@@ -400,12 +420,35 @@ def _see_loaded(memo):
 # ------------------------------------------------------------- transcripts
 
 
-def read_transcript(path, tx, found):
+def history_loads(history, budget=PARSE_BUDGET_S):
+    """The names and folders of the skills the chat messages ``history``
+    (Hermes' conversation, a list) show loaded, oldest first: its last
+    HISTORY_MESSAGES messages, newest first for ``budget`` seconds of CPU
+    at most (re-read every turn, so the newest are the ones that count).
+    Touches nothing shared: the Hermes plugin calls it outside its lock."""
+    if not isinstance(history, list):
+        return []
+    deadline = time.thread_time() + budget
+    per = []
+    for msg in reversed(history[-HISTORY_MESSAGES:]):
+        if time.thread_time() > deadline:
+            break
+        one = []
+        evidence(msg, one)
+        per.append(one)
+    return [x for one in reversed(per) for x in one]
+
+
+def read_transcript(path, tx, found, status=None, budget=PARSE_BUDGET_S):
     """Add the skills the transcript at ``path`` shows loaded to ``found``
     (a list of names and folders), reading what was added since ``tx``
     (``[device, inode, offset]`` from the last call, or None) and at most
     TAIL_BYTES; returns the new ``tx``.  A path that is not absolute, or
-    not a regular file of this user, is not read."""
+    not a regular file of this user, is not read.
+
+    Lines are parsed for ``budget`` seconds at most: past it the new ``tx``
+    stops after the last line parsed, and ``status["cut"]`` (a dict, when
+    given) is set, so the caller saves that progress."""
     if not path.startswith("/"):
         return tx
     try:
@@ -433,9 +476,16 @@ def read_transcript(path, tx, found):
     end = data.rfind(b"\n")
     if end < 0:
         return tx  # nothing new, or a line still being written
-    for line in _marked_lines(data, end, data.find(b"\n") + 1 if cut else 0):
+    deadline = time.thread_time() + budget
+    for a, b in _marked_lines(data, end, data.find(b"\n") + 1 if cut else 0):
+        if time.thread_time() > deadline:
+            # One bad line costs one prompt at most: the lines before it
+            # are done, and the next prompt starts here.
+            if status is not None:
+                status["cut"] = True
+            return [st.st_dev, st.st_ino, start + a]
         try:
-            rec = jsonlite.loads(line.decode("utf-8", "replace"))
+            rec = jsonlite.loads(data[a:b].decode("utf-8", "replace"))
         except (ValueError, RecursionError):  # nested past the parser's depth
             continue
         evidence(rec, found)
@@ -443,8 +493,9 @@ def read_transcript(path, tx, found):
 
 
 def _marked_lines(data, end, first):
-    # The lines of data[first:end] holding a marker, in order; found by
-    # searching the buffer for each marker (C speed), not line by line.
+    # The (start, end) spans of the lines of data[first:end] holding a
+    # marker, in order; found by searching the buffer for each marker (C
+    # speed), not line by line.
     spans = set()
     for m in _MARKERS:
         i = data.find(m, first, end)
@@ -453,7 +504,7 @@ def _marked_lines(data, end, first):
             b = data.find(b"\n", i, end + 1)
             spans.add((max(a, first), b))
             i = data.find(m, b, end)
-    return [data[a:b] for a, b in sorted(spans)]
+    return sorted(spans)
 
 
 def _whole_json(data, found):
@@ -500,7 +551,7 @@ def evidence(rec, found):
     for key in ("toolCalls", "tool_calls"):
         calls = rec.get(key)
         if isinstance(calls, list):
-            for c in calls:
+            for c in calls[:_PARTS]:
                 if isinstance(c, dict) and c.get("status") not in ("error", "cancelled"):  # Gemini's failed calls
                     fn = c.get("function")
                     if isinstance(fn, dict):
@@ -515,7 +566,7 @@ def _content(content, found):
     if isinstance(content, str):
         _text(content, found)
     elif isinstance(content, list):
-        for part in content:
+        for part in content[:_PARTS]:
             if not isinstance(part, dict):
                 continue
             if part.get("type") == "tool_use":
@@ -564,11 +615,11 @@ def _call(name, args, found):
         return
     if "write" in low or "edit" in low or "patch" in low or low == "replace":
         return  # writing a SKILL.md is authoring one, not loading it
-    for s in _strings(args, 2):
-        i = s.find("SKILL.md")
-        while i >= 0:
-            _skill_path(s, i, found)
-            i = s.find("SKILL.md", i + 8)
+    for n, s in enumerate(_strings(args, 2)):
+        if n >= _PARTS:
+            break
+        if "SKILL.md" in s:
+            _skill_paths(s, found)
 
 
 def _strings(v, depth):
@@ -582,19 +633,39 @@ def _strings(v, depth):
             yield from _strings(x, depth - 1)
 
 
-def _skill_path(s, i, found):
-    # The path token ending in the "SKILL.md" at ``i`` of ``s``: its folder
-    # is a loaded skill, unless the token is a pattern or a bare name.
-    end = i + 8
-    if end < len(s) and (s[end].isalnum() or s[end] in "._-"):
+def _skill_paths(s, found):
+    # Each path token of ``s`` ending in "SKILL.md" names a loaded skill's
+    # folder, unless the token is a pattern or a bare name.  Linear in
+    # len(s): a token's start is searched for once, in the text between
+    # the previous mention and this one (mentions hold no delimiter), and
+    # never further back than _PATH_MAX; only the last _MENTIONS mentions
+    # are looked at, so the Python work per string is bounded too.
+    i = s.rfind("SKILL.md")
+    for _ in range(_MENTIONS - 1):
+        j = s.rfind("SKILL.md", 0, i) if i >= 0 else -1
+        if j < 0:
+            break
+        i = j
+    if i < 0:
         return
-    start = i
-    while start > 0 and s[start - 1] not in " \t\n\"'`=<>|;&(),:":
-        start -= 1
-    token = s[start:end]
-    if any(c in token for c in "*?[]{}$") or not token.endswith("/SKILL.md"):
-        return
-    _add_dir(token[:-len("/SKILL.md")], found)
+    scanned, start, bad = max(0, i - _PATH_MAX), None, -1
+    if scanned == 0:
+        start = 0
+    while i >= 0:
+        end = i + 8
+        lo = max(scanned, i - _PATH_MAX)
+        if lo > scanned:
+            start = None  # no delimiter in the _PATH_MAX before: too long a token
+        d = max(s.rfind(c, lo, i) for c in _DELIMS)
+        if d >= 0:
+            start = d + 1
+        b = max(s.rfind(c, lo, i) for c in _PATTERN)
+        bad = b if b >= 0 else bad
+        scanned = end
+        if start is not None and end - start <= _PATH_MAX and i > start and s[i - 1] == "/" \
+                and bad < start and not (end < len(s) and (s[end].isalnum() or s[end] in "._-")):
+            _add_dir(s[start:i - 1], found)
+        i = s.find("SKILL.md", end)
 
 
 def _add_dir(folder, found):

@@ -74,14 +74,31 @@ def remembered(existing=True):
 
 
 # ---------------------------------------------------------- changing the file
+#
+# The file says "Edit freely": add and remove change only the lines they
+# add or drop, and keep every other byte (comments, entries commented out
+# for now, blank lines, ``~/x`` spelling, bytes that are not UTF-8).  They
+# write through ``fileutil.update``: under the installers' lock, backed up,
+# replaced atomically.
+
+_HEADER = ("# Skill folders skill-retrieve uses beside the default ones, one per line.\n"
+           "# Edit freely, or use: skill-retrieve roots add|remove DIR\n")
 
 
-def _write(folders):
-    from retriever.fileutil import write_atomic
-    text = ("# Skill folders skill-retrieve uses beside the default ones, one per line.\n"
-            "# Edit freely, or use: skill-retrieve roots add|remove DIR\n"
-            + "".join(f + "\n" for f in folders))
-    write_atomic(path(), text)
+def _entry(line):
+    # The folder a line of the file names (absolute), or None.
+    line = line.strip()
+    return locate.abspath(line) if line and not line.startswith("#") else None
+
+
+def _edit(edit):
+    # Run ``edit(text)`` (the file as text, None when there is none) on
+    # the roots file; it returns the new text or None to leave it alone.
+    from retriever import fileutil
+
+    def change(raw):
+        return edit(None if raw is None else raw.decode("utf-8", "surrogateescape"))
+    fileutil.update(path(), change)
 
 
 def _norm(folder):
@@ -90,20 +107,35 @@ def _norm(folder):
 
 
 def add(folders):
-    """Append ``folders`` (made absolute) to the roots file; returns the
-    ones that were not there yet."""
-    have = from_file()
-    new = [f for f in dict.fromkeys(_norm(f) for f in folders) if f not in have]
-    if new:
-        _write(have + new)
+    """Append ``folders`` (made absolute) to the roots file, one line each,
+    leaving its other lines as they are; returns the ones that were not
+    there yet."""
+    new = []
+
+    def edit(text):
+        have = {_entry(line) for line in (text or "").splitlines()}
+        new[:] = [f for f in dict.fromkeys(_norm(f) for f in folders) if f not in have]
+        if not new:
+            return None
+        if text is None:
+            text = _HEADER
+        elif text and not text.endswith(("\n", "\r")):
+            text += "\n"  # the last line had no end: the new one starts its own
+        return text + "".join(f + "\n" for f in new)
+    _edit(edit)
     return new
 
 
 def remove(folders):
-    """Drop ``folders`` from the roots file; returns the ones removed."""
-    have = from_file()
+    """Drop the lines naming ``folders`` from the roots file, leaving the
+    others as they are; returns the folders removed."""
     gone = set(_norm(f) for f in folders)
-    kept = [f for f in have if f not in gone]
-    if len(kept) != len(have):
-        _write(kept)
-    return [f for f in have if f in gone]
+    removed = []
+
+    def edit(text):
+        lines = (text or "").splitlines(True)
+        kept = [line for line in lines if _entry(line) not in gone]
+        removed[:] = [_entry(line) for line in lines if _entry(line) in gone]
+        return "".join(kept) if removed else None
+    _edit(edit)
+    return list(dict.fromkeys(removed))

@@ -50,6 +50,16 @@ def run(args):
     if not args.dirs:
         sys.stderr.write("skill-retrieve: roots %s needs at least one folder\n" % args.action)
         return 2
+    from retriever import fileutil
+    try:
+        return _change(args, out)
+    except (OSError, fileutil.Unchanged) as exc:  # read-only, locked, no state folder
+        sys.stderr.write("skill-retrieve: roots %s: %s\n" % (args.action, exc))
+        return 1
+
+
+def _change(args, out):
+    # roots add|remove DIR...: the exit code.
     if args.action == "remove":
         gone = userroots.remove(args.dirs)
         for p in gone:

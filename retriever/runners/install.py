@@ -595,7 +595,8 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 def _uninstalled(runner, path, real, new, saved, made, out):
     # After uninstall's write: drop the created record, remove the
     # folders install made for a file it deleted, and say what happened.
-    out.write("backed up %s to %s\n" % (path, saved))
+    if saved:  # none when the bytes were this command's own (fileutil.update)
+        out.write("backed up %s to %s\n" % (path, saved))
     fileutil.forget_created(path)  # at the target, and as an older version keyed a link: by its own path
     fileutil.forget_installed(real, runner)
     if new is fileutil.DELETE:

@@ -248,6 +248,17 @@ def add_overrides(data, names, path="settings"):
     return added
 
 
+def _seen(rec):
+    # The skills install or sync has seen for a settings file (a set): an
+    # entry is added only for a skill not among them, so one the user took
+    # out by hand (to keep its description) stays out.  A record from
+    # before "seen" was kept: the entries install added.
+    seen = rec.get("seen") if isinstance(rec, dict) else None
+    if not isinstance(seen, list):
+        seen = rec.get("keys", ()) if isinstance(rec, dict) else ()
+    return {n for n in seen if isinstance(n, str)}
+
+
 def _claude_install(project, cwd, out, dry_run):
     from retriever.runners import install
     path = _claude_path(project)
@@ -258,14 +269,15 @@ def _claude_install(project, cwd, out, dry_run):
         data = install.parse_settings(old or "", path)
         prev = record_of("claude-code", path) or {}
         had_key = "skillOverrides" in data
-        added = add_overrides(data, names, path)
+        seen = _seen(prev)
+        added = add_overrides(data, [n for n in names if n not in seen], path)
         sync_added = not _has_sync(data, "claude-code")
         made = []
         if sync_added:
             _session_groups(data, path, create=True, made=made).append(
                 {"matcher": "startup|resume|clear",
                  "hooks": [{"type": "command", "command": sync_command("claude-code", project), "timeout": 10}]})
-        rec.update(keys=sorted(set(prev.get("keys", ())) | set(added)),
+        rec.update(keys=sorted(set(prev.get("keys", ())) | set(added)), seen=sorted(seen | set(names)),
                    created_key=bool(prev.get("created_key")) or (bool(added) and not had_key),
                    sync=bool(prev.get("sync")) or sync_added,
                    # The containers the sync hook's group needed: uninstall
@@ -321,9 +333,11 @@ def _claude_uninstall(project, out, dry_run):
 
 
 def sync(runner, payload, project=None):
-    """Add names-only entries for skills that appeared since install (the
-    session-start hook).  Only where install set names-only up; never
-    changes an entry that is there already, nor creates the file.  Waits
+    """Add names-only entries for skills that appeared since install or
+    the last sync (the session-start hook; the record's ``seen`` holds the
+    skills seen so far, so an entry the user removed is not brought back).
+    Only where install set names-only up; never changes an entry that is
+    there already, nor creates the file.  Waits
     at most SYNC_WAIT seconds for an install or uninstall under way (Busy
     after it; the hook then leaves quietly), and re-reads the record once
     it holds the lock, so it never writes past one.  Returns the names
@@ -340,23 +354,31 @@ def sync(runner, payload, project=None):
 
     def plan(old):
         got.clear()
-        if old is None or not record_of(runner, path):
+        rec = record_of(runner, path)
+        if old is None or not rec:
             return None  # the file or the record went meanwhile (an uninstall)
         data = install.parse_settings(old, path)
         had_key = "skillOverrides" in data
-        got["added"] = add_overrides(data, names, path)
+        seen = _seen(rec)
+        got["added"] = add_overrides(data, [n for n in names if n not in seen], path)
         got["made_key"] = bool(got["added"]) and not had_key
         return install.dump_settings(data) if got["added"] else None
 
     import io
     with fileutil.install_lock(wait=SYNC_WAIT):
-        if _write(path, plan, io.StringIO(), False, wait=SYNC_WAIT) is None:  # silent: a hook
-            return []
+        written = _write(path, plan, io.StringIO(), False, wait=SYNC_WAIT) is not None  # silent: a hook
         rec = record_of(runner, path)
-        rec.update(keys=sorted(set(rec.get("keys", ())) | set(got["added"])),
-                   created_key=bool(rec.get("created_key")) or got["made_key"])
+        if not rec or (not written and set(names) <= _seen(rec)):
+            return []
+        # What this run saw is recorded even when nothing was written (a
+        # new skill the user had an entry for already): from now on it is
+        # the user's to keep or remove.
+        rec["seen"] = sorted(_seen(rec) | set(names))
+        if written:
+            rec.update(keys=sorted(set(rec.get("keys", ())) | set(got["added"])),
+                       created_key=bool(rec.get("created_key")) or got["made_key"])
         _set_record(runner, path, rec)
-    return got["added"]
+    return got["added"] if written else []
 
 
 # ------------------------------------------------------------------ Codex
@@ -399,11 +421,13 @@ def _features_header(lines):
     return None
 
 
-def codex_edit(text, path="config.toml"):
+def codex_edit(text, path="config.toml", removed=()):
     """``(new text, record)`` turning Codex's names-only on in ``text`` (a
-    config.toml); keys the user set already are left as they are.  The
-    edit is textual (the user's comments and layout stay) and checked by
-    reading the result back.  Raises Refused."""
+    config.toml); keys the user set already are left as they are, and so
+    are the record's lines in ``removed`` ("top": an earlier install added
+    the warning switch, and the user took it out since).  The edit is
+    textual (the user's comments and layout stay) and checked by reading
+    the result back.  Raises Refused."""
     data = _toml(text, path)
     lines = text.splitlines(True)
     rec = {"lines": [], "header": False, "newline": False}
@@ -422,7 +446,7 @@ def codex_edit(text, path="config.toml"):
                               "add `%s` to it by hand" % (path, OMIT_LINE))
             lines.insert(at + 1, OMIT_LINE + "\n")
         rec["lines"].append("features")
-    if "suppress_unstable_features_warning" not in data:
+    if "suppress_unstable_features_warning" not in data and "top" not in removed:
         lines.insert(0, QUIET_LINE + "\n")
         rec["lines"].append("top")
     new = "".join(lines)
@@ -472,7 +496,11 @@ def _codex_install(project, out, dry_run):
     rec = {}
 
     def plan(old):
-        new, edit = codex_edit(old or "", path)
+        # The warning switch is a side line of ours: one the user removed
+        # after an earlier install stays out.  The names-only line itself
+        # is what install is run for, and is set again.
+        prev = record_of("codex", path) or {}
+        new, edit = codex_edit(old or "", path, removed=("top",) if "top" in prev.get("lines", ()) else ())
         rec.clear()
         rec.update(edit)
         return new if edit["lines"] else None
@@ -889,9 +917,14 @@ def status(runner, cwd=None, project=None):
         out["covered"] = len(on)
         out["full"] = full + [(n, "skillOverrides sets it to %r" % ov[n]) for n in names
                               if n in ov and ov[n] != NAME_ONLY]
-        missing = [n for n in names if n not in ov]
+        seen = _seen(record_of(runner, path))
+        missing = [n for n in names if n not in ov and n not in seen]
         out["full"] += [(n, "added since the last session; listed by name from the next one")
                         for n in missing]
+        # Seen before and without an entry now: the user took it out, and
+        # neither sync nor install puts it back.
+        out["full"] += [(n, "its skillOverrides entry was removed by hand; left so")
+                        for n in names if n not in ov and n in seen]
         if on:
             out["state"] = "on" if record_of(runner, path) else "user"
         if out["state"] != "off" and not _has_sync(data, runner) and missing:
