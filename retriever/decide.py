@@ -153,7 +153,7 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
     names (``query.named``).  When the message names skills (``names``,
     on ``q["prose"]``), those are injected and no others."""
     prose = q.get("prose", "")
-    hit = [c for c in cands if names(prose, c["result"])] + list(named)
+    hit = [c for c in cands if names(prose, c["result"]) and not from_project(idx, c["result"])] + list(named)
     if hit and explain is None:
         return [c["result"] for c in hit[:limit]]
     if not cands:
@@ -234,25 +234,93 @@ def skill_names(result):
 def names(text, result):
     """True when ``text`` names the skill of ``result``: its name or folder,
     when that is an ``identifier``, written exactly as it is (case and
-    all) with no letter, digit, ``-`` or ``_`` either side.  The one rule
-    for a named skill: the decision injects it, session memory offers it
-    again."""
+    all) with no letter, digit, ``-`` or ``_`` either side, and written
+    as a name the user meant (``meant``).  The one rule for a named
+    skill: the decision injects it, session memory offers it again."""
     if "-" not in text and "_" not in text:
         return False  # most messages: no identifier at all
-    for name in skill_names(result):
-        if identifier(name):
-            i = text.find(name)
-            while i >= 0:
-                j = i + len(name)
-                if (i == 0 or not _wordy(text[i - 1])) and (j == len(text) or not _wordy(text[j])):
-                    return True
-                i = text.find(name, i + 1)
+    return any(identifier(name) and _written(text, name) for name in skill_names(result))
+
+
+def _written(text, name):
+    # ``name`` stands in ``text`` on its own, at least once as ``meant``.
+    i = text.find(name)
+    while i >= 0:
+        j = i + len(name)
+        if (i == 0 or not _wordy(text[i - 1])) and (j == len(text) or not _wordy(text[j])) and \
+                meant(text, i, j):
+            return True
+        i = text.find(name, i + 1)
     return False
 
 
+# The word before a name that calls the skill by it ("use X", "用X": Chinese
+# "use" touches the name, so those are matched as the word's end).
+CALLS = frozenset(("use", "using", "run", "try", "apply", "load", "invoke", "call", "with", "via"))
+CJK_CALLS = ("用", "使用", "调用", "運行", "运行")
+
+
+def meant(text, i, j):
+    """True when the identifier ``text[i:j]`` is written as a skill's name
+    rather than as a word of the sentence ("send a follow-up", "update
+    the user_id"):
+
+    - as a reference, whatever the name: in backticks, after ``/``, ``$``
+      or ``@`` at the start of a word (how runners call a skill), or as
+      "the NAME skill" or "skill NAME";
+    - after a word that calls it ("use NAME", "run NAME", "with NAME",
+      ``CALLS``), or bare when it has three or more parts, if the name is
+      ``distinctive``: everyday compounds ("e-mail", "log-in", "user_id",
+      "up-to-date") are not, so only a reference names a skill called so.
+    """
+    name = text[i:j]
+    before = text[i - 1] if i else " "
+    if before in "/$@" and (i == 1 or text[i - 2].isspace()):
+        return True
+    if before == "`" and text[j:j + 1] == "`":
+        return True
+    prev, nxt = _word(text, i, -1), _word(text, j, 1)
+    if prev == "skill" or (prev == "the" and nxt == "skill"):
+        return True
+    if not distinctive(name):
+        return False
+    parts = name.replace("_", "-").split("-")
+    return prev in CALLS or prev.endswith(CJK_CALLS) or len(parts) >= 3
+
+
+def distinctive(name):
+    """True when no part of the identifier ``name`` is shorter than three
+    characters or a function word (``analyze.STOPWORDS``): "follow-up",
+    "e-mail", "up-to-date", "log-in", "user_id" and "drag-and-drop" are
+    words of everyday prose, "pdf-text-extraction" is a name."""
+    from retriever.analyze import STOPWORDS
+    return all(len(p) >= 3 and p.lower() not in STOPWORDS for p in name.replace("_", "-").split("-"))
+
+
+def _word(text, at, step):
+    # The word (letters and digits, casefolded) before ``at`` (step -1) or
+    # from ``at`` on (step 1), past the spaces between; "" when none.
+    n = len(text)
+    k = at
+    if step < 0:
+        while k > 0 and text[k - 1].isspace():
+            k -= 1
+        e = k
+        while k > 0 and text[k - 1].isalnum():
+            k -= 1
+        return text[k:e].casefold()
+    while k < n and text[k].isspace():
+        k += 1
+    s = k
+    while k < n and text[k].isalnum():
+        k += 1
+    return text[s:k].casefold()
+
+
 def identifiers(text):
-    """The ``identifier`` words ``text`` writes, in order, once each: what
-    could name a skill (``query.named`` looks these up)."""
+    """The ``identifier`` words ``text`` writes as names (``meant``), in
+    order, once each: what could name a skill (``query.named`` looks
+    these up)."""
     if "-" not in text and "_" not in text:
         return []
     out = {}
@@ -266,10 +334,24 @@ def identifiers(text):
                 continue
             if word:
                 w = "".join(word)
-                if ("-" in w or "_" in w) and identifier(w):
+                if ("-" in w or "_" in w) and w not in out and identifier(w) and _written(text, w):
                     out[w] = None
                 word = []
     return list(out)
+
+
+def from_project(idx, result):
+    """True when the skill of ``result`` lies in a project's own skills
+    folder (a root whose source says "project": what a cloned repository
+    ships).  Such a skill is ranked like any other, but never forced in
+    by its name alone."""
+    path = result.get("path") or ""
+    for r in idx["header"]["roots"]:
+        if isinstance(r, dict) and "project" in (r.get("source") or ""):
+            base = r["path"].rstrip("/") + "/"
+            if path.startswith(base) or path + "/" == base:
+                return True
+    return False
 
 
 def _wordy(c):
