@@ -110,10 +110,11 @@ def scan(roots, walked=None, stats=None):
     ``stats`` the stat results that walk took.
     """
     stats = stats or {}
+    walked = walked or discover.walk_roots(roots)  # a project's folder is walked under its rules
     jobs = []
     seen = set()
     for root in roots:
-        found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
+        found = walked[root["path"]]
         for skill_dir, md in found:
             if too_deep(root, skill_dir):
                 continue

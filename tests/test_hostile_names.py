@@ -214,3 +214,76 @@ def test_the_reserved_rule():
     for name, bad in [("superpowers:brainstorming", True), ("a\uff1ab", True), ("a\u2236b", True),
                       ("pdf-tools", False), ("a.b", False)]:
         assert skills.reserved(name) is bad, name
+
+
+# -------------------------------------------- roots are checked like links
+
+
+def _codex_hook(cli, cwd, prompt):
+    p = {"session_id": "s-%s" % prompt[:8], "turn_id": "t1", "transcript_path": None, "cwd": str(cwd),
+         "hook_event_name": "UserPromptSubmit", "model": "gpt-x", "prompt": prompt}
+    proc = cli("hook", "codex", "-k", "10", input=json.dumps(p))
+    assert_clean(proc)
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout.strip() else ""
+
+
+def test_a_linked_project_skills_folder_is_not_walked(cli, tmp_path):
+    """Defect 5: a clone whose .agents/skills is itself a symlink became a
+    root walked at its target (a folder elsewhere, or / for the whole
+    machine).  Such a folder is reported and not walked; a link from a
+    project to one of the user's own folders reads that folder as the
+    user's; folders the user declared are walked as before."""
+    elsewhere = tmp_path / "elsewhere"
+    make_skill(elsewhere, "zebra-outside", {"name": "zebra-outside", "description": "Zebra care outside."})
+    clone = tmp_path / "clone"
+    (clone / ".git").mkdir(parents=True)
+    (clone / ".agents").mkdir()
+    (clone / ".agents" / "skills").symlink_to(elsewhere)
+    assert "zebra-outside" not in _codex_hook(cli, clone, "zebra care")
+    # The same folder, declared by the user, is theirs to read.
+    assert_clean(cli("roots", "add", elsewhere))
+    assert "zebra-outside" in _codex_hook(cli, clone, "zebra care")
+    from retriever import build, discover
+    problems = []
+    root = {"path": str(clone / ".agents" / "skills"), "source": "codex project", "prefix": ""}
+    assert discover.walk_roots([root], problems) == {root["path"]: []}
+    assert len(problems) == 1 and "outside its project" in problems[0][1] and "not walked" in problems[0][1]
+    # A link to / is not walked either (it walked the whole machine).
+    (clone / ".agents" / "skills").unlink()
+    (clone / ".agents" / "skills").symlink_to("/")
+    scope = build.resolve([root])
+    assert discover.walk_roots(scope["roots"]) == {root["path"]: []}
+    # A project's link to the user's own ~/.agents/skills reads it as the user's.
+    home_agents = tmp_path / "home" / ".agents" / "skills"
+    make_skill(home_agents, "zebra-home", {"name": "zebra-home", "description": "Zebra care at home."})
+    (clone / ".agents" / "skills").unlink()
+    (clone / ".agents" / "skills").symlink_to(home_agents)
+    assert "zebra-home" in _codex_hook(cli, clone, "zebra care at home")
+    from retriever.runners import skillsets
+    sources = [r["source"] for r in skillsets.skill_set("codex", {"cwd": str(clone)})
+               if r["path"].endswith(".agents/skills")]
+    assert sources == ["codex user"]
+
+
+def test_a_walk_in_a_project_reads_only_the_users_files(tmp_path, monkeypatch):
+    """A SKILL.md owned by another user, in a project's skills folder, is
+    reported and not read; in a folder the user declared it is read."""
+    from retriever import discover, skills
+    clone = tmp_path / "clone"
+    theirs = make_skill(clone / ".claude" / "skills", "theirs", {"name": "theirs", "description": "x"})
+    make_skill(clone / ".claude" / "skills", "mine", {"name": "mine", "description": "y"})
+    if os.getuid() == 0:
+        os.chown(theirs / "SKILL.md", 4242, 4242)
+        other = 4242
+    else:  # cannot give a file away: be another user instead
+        other = os.getuid()
+        monkeypatch.setattr(discover.os, "getuid", lambda: other + 1)
+    project = {"path": str(clone / ".claude" / "skills"), "source": "claude-code project", "prefix": ""}
+    declared = dict(project, source="remembered")
+    problems = []
+    recs = skills.collect([project])[0]
+    got = discover.walk_roots([project], problems)[project["path"]]
+    assert [os.path.basename(d) for d, _ in got] == (["mine"] if os.getuid() == 0 else [])
+    assert any("owned by another user (uid %d)" % other in why for _, why in problems), problems
+    assert "theirs" not in [r["name"] for r in recs]
+    assert len(discover.walk_roots([declared])[declared["path"]]) == 2
