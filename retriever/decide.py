@@ -63,12 +63,12 @@ def confidence(idx, found, best_doc, n_terms=None):
     return _share(idx, found, lambda t, docs: best_doc in docs, n_terms)
 
 
-def head_coverage(idx, found, name, description, n_terms=None):
+def head_coverage(idx, found, name, description, n_terms=None, toks=None):
     """The share of the query the skill's name and description cover:
     ``confidence`` counted over what the author says the skill is for,
-    rather than a word somewhere in its body."""
-    opts = idx["header"]["params"]["analyzer"]
-    toks = set(analyze(name.replace("-", " ").replace("_", " ") + " " + description, opts))
+    rather than a word somewhere in its body.  ``toks``: those terms
+    (``head_terms``), when already analysed."""
+    toks = head_terms(idx, name, description) if toks is None else toks
     return _share(idx, found, lambda t, docs: t in toks, n_terms)
 
 
@@ -85,6 +85,29 @@ def _share(idx, found, holds, n_terms):
     if found and n_terms and n_terms > len(found):
         total += 0.5 * (total / len(found)) * (n_terms - len(found))
     return covered / total if total > 0 else 0.0
+
+
+def head_terms(idx, name, description):
+    """The set of analysed terms of a skill's name and description."""
+    opts = idx["header"]["params"]["analyzer"]
+    return set(analyze(name.replace("-", " ").replace("_", " ") + " " + description, opts))
+
+
+# A name and description of more distinct words than this are stuffed to
+# cover any message: of the 3,741 SKILL.md files of ../shared/corpora the
+# largest real one holds 182 (a list of databases; p99.9 104), and only a
+# router asking for every task more (334).
+STUFFED = 190
+
+
+def stuffing(toks):
+    """1.0 for a skill whose name and description (``toks``, its distinct
+    terms) are a real skill's; for one stuffed past STUFFED words
+    (hundreds of everyday words, one per line), ``(STUFFED / words)^4``:
+    what its coverage features are multiplied by, so its text no longer
+    speaks for every turn (0.33 at 250 words, 0.16 at 300)."""
+    n = len(toks)
+    return 1.0 if n <= STUFFED else (STUFFED / n) ** 4
 
 
 def max_idf(idx, found):
@@ -208,8 +231,15 @@ def _cover(idx, q, c):
     # and the second analyses the skill's name and description).
     found = q["found"]
     r = c["result"]
-    c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) if found else 0.0
-    c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"]) if found else 0.0
+    if not found:
+        c["cov"] = c["head"] = 0.0
+        return
+    toks = head_terms(idx, r["name"], r["description"])
+    # A skill stuffed with common words covers any message: its coverage
+    # says nothing and is damped (``stuffing``).
+    damp = stuffing(toks)
+    c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) * damp
+    c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"], toks) * damp
 
 
 def identifier(word):
