@@ -248,6 +248,12 @@ def test_a_linked_project_skills_folder_is_not_walked(cli, tmp_path):
     root = {"path": str(clone / ".agents" / "skills"), "source": "codex project", "prefix": ""}
     assert discover.walk_roots([root], problems) == {root["path"]: []}
     assert len(problems) == 1 and "outside its project" in problems[0][1] and "not walked" in problems[0][1]
+    # `tokens` reads each root's DESCRIPTION.md files: not through that link.
+    from retriever.cli import tokens
+    (elsewhere / "cat").mkdir()
+    (elsewhere / "cat" / "DESCRIPTION.md").write_text("---\ndescription: Outside.\n---\n")
+    assert tokens._category_descriptions([root]) == {}
+    assert tokens._category_descriptions([dict(root, source="remembered")]) == {"cat": "Outside."}
     # A link to / is not walked either (it walked the whole machine).
     (clone / ".agents" / "skills").unlink()
     (clone / ".agents" / "skills").symlink_to("/")
