@@ -103,7 +103,7 @@ STUFFED = 190
 def stuffing(toks):
     """1.0 for a skill whose name and description (``toks``, its distinct
     terms) are a real skill's; for one stuffed past STUFFED words
-    (hundreds of everyday words, one per line), ``(STUFFED / words)^4``:
+    (hundreds of everyday words), ``(STUFFED / words)^4``:
     what its coverage features are multiplied by, so its text no longer
     speaks for every turn (0.33 at 250 words, 0.16 at 300)."""
     n = len(toks)
@@ -372,12 +372,12 @@ def identifiers(text):
 
 def from_project(idx, result):
     """True when the skill of ``result`` lies in a project's own skills
-    folder (a root whose source says "project": what a cloned repository
-    ships).  Such a skill is ranked like any other, but never forced in
+    folder (``locate.in_project``: what a cloned repository ships).  Such a skill is ranked like any other, but never forced in
     by its name alone."""
+    from retriever.locate import in_project  # loaded already: the answer path uses it
     path = result.get("path") or ""
     for r in idx["header"]["roots"]:
-        if isinstance(r, dict) and "project" in (r.get("source") or ""):
+        if isinstance(r, dict) and in_project(r):
             base = r["path"].rstrip("/") + "/"
             if path.startswith(base) or path + "/" == base:
                 return True
