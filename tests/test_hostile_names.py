@@ -240,6 +240,8 @@ def test_a_linked_project_skills_folder_is_not_walked(cli, tmp_path):
     (clone / ".agents").mkdir()
     (clone / ".agents" / "skills").symlink_to(elsewhere)
     assert "zebra-outside" not in _codex_hook(cli, clone, "zebra care")
+    doc = cli("doctor", "--runner", "codex", "--no-probe", cwd=clone)
+    assert "Traceback" not in doc.stderr and "outside its project" in doc.stdout, doc.stdout
     # The same folder, declared by the user, is theirs to read.
     assert_clean(cli("roots", "add", elsewhere))
     assert "zebra-outside" in _codex_hook(cli, clone, "zebra care")

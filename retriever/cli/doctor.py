@@ -96,6 +96,10 @@ def check_roots(report, roots):
     if len(collisions) > MAX_COLLISIONS:
         _finding(report, "warn", "%d more name collisions" % (len(collisions) - MAX_COLLISIONS),
                  "skill-retrieve build -v lists every one")
+    for r in roots:
+        why = discover.outside_project(r)  # the walk skipped it: say so
+        if why:
+            _finding(report, "warn", "%s: %s" % (_home(r["path"]), why))
     report["roots"] = list(by_root.values())
     report["skills_total"] = len(recs)
     bad = {p for p, _ in problems}
