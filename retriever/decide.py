@@ -63,12 +63,12 @@ def confidence(idx, found, best_doc, n_terms=None):
     return _share(idx, found, lambda t, docs: best_doc in docs, n_terms)
 
 
-def head_coverage(idx, found, name, description, n_terms=None):
+def head_coverage(idx, found, name, description, n_terms=None, toks=None):
     """The share of the query the skill's name and description cover:
     ``confidence`` counted over what the author says the skill is for,
-    rather than a word somewhere in its body."""
-    opts = idx["header"]["params"]["analyzer"]
-    toks = set(analyze(name.replace("-", " ").replace("_", " ") + " " + description, opts))
+    rather than a word somewhere in its body.  ``toks``: those terms
+    (``head_terms``), when already analysed."""
+    toks = head_terms(idx, name, description) if toks is None else toks
     return _share(idx, found, lambda t, docs: t in toks, n_terms)
 
 
@@ -85,6 +85,29 @@ def _share(idx, found, holds, n_terms):
     if found and n_terms and n_terms > len(found):
         total += 0.5 * (total / len(found)) * (n_terms - len(found))
     return covered / total if total > 0 else 0.0
+
+
+def head_terms(idx, name, description):
+    """The set of analysed terms of a skill's name and description."""
+    opts = idx["header"]["params"]["analyzer"]
+    return set(analyze(name.replace("-", " ").replace("_", " ") + " " + description, opts))
+
+
+# A name and description of more distinct words than this are stuffed to
+# cover any message: of the 3,741 SKILL.md files of ../shared/corpora the
+# largest real one holds 182 (a list of databases; p99.9 104), and only a
+# router asking for every task more (334).
+STUFFED = 190
+
+
+def stuffing(toks):
+    """1.0 for a skill whose name and description (``toks``, its distinct
+    terms) are a real skill's; for one stuffed past STUFFED words
+    (hundreds of everyday words), ``(STUFFED / words)^4``:
+    what its coverage features are multiplied by, so its text no longer
+    speaks for every turn (0.33 at 250 words, 0.16 at 300)."""
+    n = len(toks)
+    return 1.0 if n <= STUFFED else (STUFFED / n) ** 4
 
 
 def max_idf(idx, found):
@@ -153,7 +176,7 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
     names (``query.named``).  When the message names skills (``names``,
     on ``q["prose"]``), those are injected and no others."""
     prose = q.get("prose", "")
-    hit = [c for c in cands if names(prose, c["result"])] + list(named)
+    hit = [c for c in cands if names(prose, c["result"]) and not from_project(idx, c["result"])] + list(named)
     if hit and explain is None:
         return [c["result"] for c in hit[:limit]]
     if not cands:
@@ -208,8 +231,15 @@ def _cover(idx, q, c):
     # and the second analyses the skill's name and description).
     found = q["found"]
     r = c["result"]
-    c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) if found else 0.0
-    c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"]) if found else 0.0
+    if not found:
+        c["cov"] = c["head"] = 0.0
+        return
+    toks = head_terms(idx, r["name"], r["description"])
+    # A skill stuffed with common words covers any message: its coverage
+    # says nothing and is damped (``stuffing``).
+    damp = stuffing(toks)
+    c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) * damp
+    c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"], toks) * damp
 
 
 def identifier(word):
@@ -234,25 +264,93 @@ def skill_names(result):
 def names(text, result):
     """True when ``text`` names the skill of ``result``: its name or folder,
     when that is an ``identifier``, written exactly as it is (case and
-    all) with no letter, digit, ``-`` or ``_`` either side.  The one rule
-    for a named skill: the decision injects it, session memory offers it
-    again."""
+    all) with no letter, digit, ``-`` or ``_`` either side, and written
+    as a name the user meant (``meant``).  The one rule for a named
+    skill: the decision injects it, session memory offers it again."""
     if "-" not in text and "_" not in text:
         return False  # most messages: no identifier at all
-    for name in skill_names(result):
-        if identifier(name):
-            i = text.find(name)
-            while i >= 0:
-                j = i + len(name)
-                if (i == 0 or not _wordy(text[i - 1])) and (j == len(text) or not _wordy(text[j])):
-                    return True
-                i = text.find(name, i + 1)
+    return any(identifier(name) and _written(text, name) for name in skill_names(result))
+
+
+def _written(text, name):
+    # ``name`` stands in ``text`` on its own, at least once as ``meant``.
+    i = text.find(name)
+    while i >= 0:
+        j = i + len(name)
+        if (i == 0 or not _wordy(text[i - 1])) and (j == len(text) or not _wordy(text[j])) and \
+                meant(text, i, j):
+            return True
+        i = text.find(name, i + 1)
     return False
 
 
+# The word before a name that calls the skill by it ("use X", "用X": Chinese
+# "use" touches the name, so those are matched as the word's end).
+CALLS = frozenset(("use", "using", "run", "try", "apply", "load", "invoke", "call", "with", "via"))
+CJK_CALLS = ("用", "使用", "调用", "運行", "运行")
+
+
+def meant(text, i, j):
+    """True when the identifier ``text[i:j]`` is written as a skill's name
+    rather than as a word of the sentence ("send a follow-up", "update
+    the user_id"):
+
+    - as a reference, whatever the name: in backticks, after ``/``, ``$``
+      or ``@`` at the start of a word (how runners call a skill), or as
+      "the NAME skill" or "skill NAME";
+    - after a word that calls it ("use NAME", "run NAME", "with NAME",
+      ``CALLS``), or bare when it has three or more parts, if the name is
+      ``distinctive``: everyday compounds ("e-mail", "log-in", "user_id",
+      "up-to-date") are not, so only a reference names a skill called so.
+    """
+    name = text[i:j]
+    before = text[i - 1] if i else " "
+    if before in "/$@" and (i == 1 or text[i - 2].isspace()):
+        return True
+    if before == "`" and text[j:j + 1] == "`":
+        return True
+    prev, nxt = _word(text, i, -1), _word(text, j, 1)
+    if prev == "skill" or (prev == "the" and nxt == "skill"):
+        return True
+    if not distinctive(name):
+        return False
+    parts = name.replace("_", "-").split("-")
+    return prev in CALLS or prev.endswith(CJK_CALLS) or len(parts) >= 3
+
+
+def distinctive(name):
+    """True when no part of the identifier ``name`` is shorter than three
+    characters or a function word (``analyze.STOPWORDS``): "follow-up",
+    "e-mail", "up-to-date", "log-in", "user_id" and "drag-and-drop" are
+    words of everyday prose, "pdf-text-extraction" is a name."""
+    from retriever.analyze import STOPWORDS
+    return all(len(p) >= 3 and p.lower() not in STOPWORDS for p in name.replace("_", "-").split("-"))
+
+
+def _word(text, at, step):
+    # The word (letters and digits, casefolded) before ``at`` (step -1) or
+    # from ``at`` on (step 1), past the spaces between; "" when none.
+    n = len(text)
+    k = at
+    if step < 0:
+        while k > 0 and text[k - 1].isspace():
+            k -= 1
+        e = k
+        while k > 0 and text[k - 1].isalnum():
+            k -= 1
+        return text[k:e].casefold()
+    while k < n and text[k].isspace():
+        k += 1
+    s = k
+    while k < n and text[k].isalnum():
+        k += 1
+    return text[s:k].casefold()
+
+
 def identifiers(text):
-    """The ``identifier`` words ``text`` writes, in order, once each: what
-    could name a skill (``query.named`` looks these up)."""
+    """The ``identifier`` words ``text`` writes as names (``meant``), in
+    order, once each: what could name a skill (``query.named`` looks
+    these up)."""
     if "-" not in text and "_" not in text:
         return []
     out = {}
@@ -266,10 +364,24 @@ def identifiers(text):
                 continue
             if word:
                 w = "".join(word)
-                if ("-" in w or "_" in w) and identifier(w):
+                if ("-" in w or "_" in w) and w not in out and identifier(w) and _written(text, w):
                     out[w] = None
                 word = []
     return list(out)
+
+
+def from_project(idx, result):
+    """True when the skill of ``result`` lies in a project's own skills
+    folder (``locate.in_project``: what a cloned repository ships).  Such a skill is ranked like any other, but never forced in
+    by its name alone."""
+    from retriever.locate import in_project  # loaded already: the answer path uses it
+    path = result.get("path") or ""
+    for r in idx["header"]["roots"]:
+        if isinstance(r, dict) and in_project(r):
+            base = r["path"].rstrip("/") + "/"
+            if path.startswith(base) or path + "/" == base:
+                return True
+    return False
 
 
 def _wordy(c):

@@ -61,16 +61,39 @@ def default_roots(env=None, cwd=None, external_dirs=(), only_hermes=False, plugi
 
 
 def dedupe_roots(roots):
-    """Drop roots that resolve to a folder already listed (first one wins)."""
+    """Drop roots that resolve to a folder already listed (first one wins),
+    and a project's folder that resolves to one of the user's folders
+    (``locate.in_project``; as ``skillsets.existing``)."""
+    reals = [os.path.realpath(r["path"]) for r in roots]
+    users = set(real for r, real in zip(roots, reals) if not locate.in_project(r))
     seen = set()
     out = []
-    for r in roots:
-        real = os.path.realpath(r["path"])
-        if real in seen:
+    for r, real in zip(roots, reals):
+        if real in seen or (real in users and locate.in_project(r)):
             continue
         seen.add(real)
         out.append(r)
     return out
+
+
+def project_of(root):
+    """The project folder of a project's skills folder
+    (``<project>/.claude/skills``: two levels up), else None."""
+    if not locate.in_project(root):
+        return None
+    return os.path.dirname(os.path.dirname(os.path.abspath(root["path"]).rstrip(os.sep))) or os.sep
+
+
+def outside_project(root):
+    """Why the project's skills folder ``root`` is not walked (it resolves
+    outside its project: a clone's ``.agents/skills -> /``), else None."""
+    project = project_of(root)
+    if project is None:
+        return None
+    real, base = os.path.realpath(root["path"]), os.path.realpath(project)
+    if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+        return None
+    return "project skills folder resolves to %s, outside its project %s; not walked" % (real, base)
 
 
 # Bounds on one walk (issue 15): a symlink to / or /proc must not walk the
@@ -80,15 +103,15 @@ MAX_DIRS = 200000
 PATH_MAX = 4096
 
 
-def walk_skill_files(root, problems=None, inside=None, stats=None):
+def walk_skill_files(root, problems=None, inside=None, stats=None, owner=None):
     """``[(skill_dir, skill_md_path)]`` below ``root``, sorted by path
     (``iter_skill_files``, sorted)."""
-    found = list(iter_skill_files(root, problems, inside, stats))
+    found = list(iter_skill_files(root, problems, inside, stats, owner))
     found.sort()
     return found
 
 
-def iter_skill_files(root, problems=None, inside=None, stats=None):
+def iter_skill_files(root, problems=None, inside=None, stats=None, owner=None):
     """Yield ``(skill_dir, skill_md_path)`` below ``root`` as the walk
     finds them (in no set order: a cold build analyses each file while
     the walk goes on).
@@ -103,7 +126,9 @@ def iter_skill_files(root, problems=None, inside=None, stats=None):
     the roots, unreadable folders, paths past PATH_MAX, a SKILL.md that
     is a FIFO or a device) is appended to ``problems`` as ``(path, reason)``.
     ``stats``, a dict, receives each SKILL.md's ``os.stat`` result (taken
-    here anyway), so the build need not stat the file again.
+    here anyway), so the build need not stat the file again.  ``owner``,
+    a uid, keeps the walk to folders and SKILL.md files that user owns
+    (a project's folder: ``walking``); the others are reported, not read.
     """
     report = problems.append if problems is not None else (lambda item: None)
     inside = [os.path.realpath(root)] + [p for p in (inside or ()) if p]
@@ -129,6 +154,9 @@ def iter_skill_files(root, problems=None, inside=None, stats=None):
         if key in seen:
             continue
         seen.add(key)
+        if owner is not None and st.st_uid != owner:
+            report((d, "owned by another user (uid %d) in a project's skills folder; not read" % st.st_uid))
+            continue
         n_dirs += 1
         if n_dirs > MAX_DIRS:
             report((d, "more than %d folders below %s; stopped walking" % (MAX_DIRS, root)))
@@ -145,7 +173,10 @@ def iter_skill_files(root, problems=None, inside=None, stats=None):
             name = e.name
             if name == "SKILL.md":
                 kind, st = _kind_stat(e)
-                if kind == "file":
+                if kind == "file" and owner is not None and st.st_uid != owner:
+                    report((e.path, "owned by another user (uid %d) in a project's skills folder; not read"
+                            % st.st_uid))
+                elif kind == "file":
                     has_skill = e.path
                     if stats is not None:
                         stats[e.path] = st
@@ -246,10 +277,21 @@ def walking(roots, problems, stats, walked):
     """``walk_roots`` into the dict ``walked`` (each root's list sorted
     once its walk is done), yielding ``(root, skill_dir, skill_md_path)``
     for each SKILL.md as the walk finds it."""
-    inside = [os.path.realpath(r["path"]) for r in roots]
+    refused = {}
+    for r in roots:
+        why = outside_project(r)
+        if why:
+            refused[r["path"]] = why
+    inside = [os.path.realpath(r["path"]) for r in roots if r["path"] not in refused]
     for r in roots:
         found = walked[r["path"]] = []
-        for item in iter_skill_files(r["path"], problems, inside, stats):
+        if r["path"] in refused:
+            if problems is not None:
+                problems.append((r["path"], refused[r["path"]]))
+            continue
+        # A walk that starts in a project reads only the user's own files.
+        owner = os.getuid() if locate.in_project(r) else None
+        for item in iter_skill_files(r["path"], problems, inside, stats, owner):
             found.append(item)
             yield (r,) + item
         found.sort()

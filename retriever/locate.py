@@ -96,6 +96,14 @@ def hermes_home(environ=None):
     return abspath(raw or "~/.hermes")
 
 
+def in_project(root):
+    """True when the root dict ``root`` is a skills folder found inside a
+    project (``<project>/.claude/skills``, ``.agents/skills`` ...: what a
+    cloned repository ships), not one the user declared: its source says
+    "project" (runners/skillsets.py, discover.default_roots)."""
+    return "project" in (root.get("source") or "")
+
+
 def root_key(root):
     """A root's identity: its absolute path, plus its naming and hiding
     rules when it has any (a runner's skill set, see runners/skillsets.py).

@@ -193,7 +193,8 @@ def named(idx, q, cands, keep=None):
     that are not among ``cands``, for ``decide.choose``: a named skill
     gets in however it ranks.  For each identifier the message writes
     that no candidate answers to, the NAMED_CHECKS best-scoring skills
-    holding all its words are read; ``keep`` as in ``search``."""
+    holding all its words are read; ``keep`` as in ``search``.  A skill
+    of a project's own folder (``decide.from_project``) is never taken."""
     from retriever import decide as dc
     words = dc.identifiers(q["prose"])
     if not words:
@@ -216,7 +217,7 @@ def named(idx, q, cands, keep=None):
             docs.intersection_update(found[t][1])
         for n in sorted(docs - have, key=lambda d: (-acc.get(d, 0.0), d))[:NAMED_CHECKS]:
             r = _result(idx, n, acc.get(n, 0.0))
-            if w in dc.skill_names(r) and (keep is None or keep(r)):
+            if w in dc.skill_names(r) and (keep is None or keep(r)) and not dc.from_project(idx, r):
                 out.append({"n": n, "score": acc.get(n, 0.0), "result": r})
                 have.add(n)
     return out

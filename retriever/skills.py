@@ -77,6 +77,20 @@ def _lead(body):
     return ""
 
 
+# ':' and what a person reads as ':' (name_key folds the full-width forms).
+_COLONS = (":", "\ua789", "\u2236", "\u02d0", "\u0589", "\u05c3", "\u1361", "\u16ec", "\ufe13", "\ufe55")
+
+
+def reserved(name):
+    """True when ``name`` holds the runners' plugin separator ``:``, or a
+    character that reads as one: the name of a plugin's skill
+    (``plugin:skill``).  A skill of any other folder may not take it, so a
+    cloned repository's ``superpowers:brainstorming`` never stands in for
+    the plugin's skill (``read_skill`` leaves such a skill out)."""
+    key = name_key(name)
+    return any(c in key for c in _COLONS)
+
+
 def manual_only(meta):
     """True when the frontmatter says ``disable-model-invocation: true``:
     the skill is for the user to call, and the runner hides it from the
@@ -96,10 +110,11 @@ def scan(roots, walked=None, stats=None):
     ``stats`` the stat results that walk took.
     """
     stats = stats or {}
+    walked = walked or discover.walk_roots(roots)  # a project's folder is walked under its rules
     jobs = []
     seen = set()
     for root in roots:
-        found = walked[root["path"]] if walked else discover.walk_skill_files(root["path"])
+        found = walked[root["path"]]
         for skill_dir, md in found:
             if too_deep(root, skill_dir):
                 continue
@@ -145,7 +160,8 @@ def read_skill(root, skill_dir, md):
     prefix (Claude Code's ``plugin:skill``), not by its frontmatter; and
     ``hide_manual`` leaves out ``disable-model-invocation`` skills, and
     ``require`` (frontmatter fields) those missing a field the runner
-    needs, both hidden.
+    needs, both hidden.  A skill of a root without a plugin prefix whose
+    name is ``reserved`` is "shadowed": left out, with the reason.
     """
     try:
         raw = read_capped(md)
@@ -180,6 +196,10 @@ def read_skill(root, skill_dir, md):
             # paragraph, a heading included ("# Title" -> "Title"),
             # never by when_to_use (a field of its own).
             rec["description"] = _lead(rec["body"]) or rec["description"]
+    if not root.get("prefix") and reserved(rec["name"]):
+        return "shadowed", None, problems + ["reserved name %r: ':' joins a plugin's name to its skill's "
+                                             "(plugin:skill), and only a plugin's skill may hold one; "
+                                             "not indexed" % rec["name"]], False
     if any(not _has(rec["meta"], f) for f in root.get("require") or ()):
         return "hidden", None, problems, False  # the runner does not load it
     if root.get("hide_manual") and manual_only(rec["meta"]):

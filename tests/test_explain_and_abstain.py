@@ -288,7 +288,9 @@ def test_only_a_skills_identifier_forces_it_in(cli, tmp_path):
                      ("pdf", False), ("help me", False), ("-help-", False), ("a--b-c", False)]:
         assert decide.identifier(word) is ok, word
     r = {"id": "dev/systematic-debugging", "name": "systematic-debugging"}
-    for text, ok in [("use systematic-debugging now", True), ("(systematic-debugging)", True),
+    for text, ok in [("use systematic-debugging now", True), ("(`systematic-debugging`)", True),
+                     # Bare, a two-part name is a word of the sentence (decide.meant).
+                     ("(systematic-debugging)", False),
                      ("use systematic debugging now", False), ("use Systematic-Debugging now", False),
                      ("systematic-debugging-v2", False), ("my_systematic-debugging", False),
                      ("用systematic-debugging调试", True)]:

@@ -676,8 +676,8 @@ def test_tool_conditions_follow_the_tools_hermes_built_the_index_with(hermes_hom
     # Later turns of b and c keep their own tools; a built index is used once.
     # (Each asks for its skill by name: a skill given a turn ago is not
     # given again unless asked for, see retriever.session.)
-    assert "browser-screenshot" in injected(hook(**turn_kwargs("browser-screenshot again: " + q, session_id="b")))
-    assert injected(hook(**turn_kwargs("curl-screenshot again: " + q, session_id="c"))) == ["curl-screenshot"]
+    assert "browser-screenshot" in injected(hook(**turn_kwargs("use browser-screenshot again: " + q, session_id="b")))
+    assert injected(hook(**turn_kwargs("use curl-screenshot again: " + q, session_id="c"))) == ["curl-screenshot"]
     assert injected(hook(**turn_kwargs(q, session_id="d"))) == []
     # Built with no tool information at all: Hermes shows everything, so do we.
     sys.modules["agent.prompt_builder"].build_skills_system_prompt()

@@ -553,7 +553,8 @@ def test_the_transcript_is_read_from_where_the_last_prompt_stopped(tmp_path):
 def test_asking_again_is_naming_the_skill_or_a_far_stronger_score():
     r = {"id": "docs/pdf-extract", "name": "pdf-extract", "path": "/p", "score": 3.0}
     assert session.asks_for(r, "use pdf-extract again", 2.0)
-    assert session.asks_for(r, "(pdf-extract)", 2.0)
+    assert session.asks_for(r, "(`pdf-extract`)", 2.0)
+    assert not session.asks_for(r, "(pdf-extract)", 2.0)  # bare, two parts: a word (decide.meant)
     # The decision's rule (decide.names): the identifier, written exactly.
     assert not session.asks_for(r, "the pdf extract skill, please", 2.0)
     assert not session.asks_for(r, "use PDF-Extract again", 2.0)

@@ -60,6 +60,9 @@ def _runner_set(runner, cwd):
     return hookio.roots_for(runner, {"cwd": cwd, "workspaceRoots": [cwd]})
 
 
+MAX_COLLISIONS = 20  # name collisions listed one a line; a count says the rest
+
+
 def check_roots(report, roots):
     """Fill ``report["roots"]``: per root its skill count and problems.
 
@@ -77,16 +80,29 @@ def check_roots(report, roots):
         d["skills"] = c.get("indexed", 0)
         d["disabled"] = c.get("disabled", 0)
         d["unreadable"] = c.get("unreadable", 0)
+    collisions = []
     for path, reason in problems:
         root = _owner(path, roots)
         if root is None:
             continue
         d = by_root[root]
-        if reason.startswith("duplicate name"):
+        if reason.startswith(("duplicate name", "reserved name")):
             d["shadowed"].append({"file": path, "reason": reason})
+            collisions.append("%s: %s" % (_home(path), reason))
         else:
             key = build.problem_kind(reason)
             d["malformed"].setdefault(key, []).append(path)
+    # Every name collision, one line each: the skill ranked is the one of
+    # the earlier root (or the plugin's), never the one that took its name.
+    for line in collisions[:MAX_COLLISIONS]:
+        _finding(report, "warn", "name collision: " + line)
+    if len(collisions) > MAX_COLLISIONS:
+        _finding(report, "warn", "%d more name collisions" % (len(collisions) - MAX_COLLISIONS),
+                 "skill-retrieve build -v lists every one")
+    for r in roots:
+        why = discover.outside_project(r)  # the walk skipped it: say so
+        if why:
+            _finding(report, "warn", "%s: %s" % (_home(r["path"]), why))
     report["roots"] = list(by_root.values())
     report["skills_total"] = len(recs)
     bad = {p for p, _ in problems}

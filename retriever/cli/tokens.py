@@ -85,10 +85,12 @@ def os_visible(rec):
 def _category_descriptions(roots):
     """``{category: description}`` from each root's DESCRIPTION.md files
     (the first root wins, as in Hermes)."""
-    from retriever import frontmatter
+    from retriever import discover, frontmatter
     out = {}
     for root in roots:
         base = root["path"]
+        if discover.outside_project(root):
+            continue  # a clone's link to / is not walked here either (the build reports it)
         for d, _, files in os.walk(base, followlinks=True):
             if "DESCRIPTION.md" not in files or d == base:
                 continue

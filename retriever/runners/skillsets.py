@@ -55,15 +55,22 @@ def _dir_key(path):
 
 
 def existing(roots):
-    """The root dicts whose folder exists, in order, first of each alias."""
+    """The root dicts whose folder exists, in order, first of each alias;
+    a project's folder that is one of the user's (a clone's link to
+    ``~/.agents/skills``) is read as the user's, never as the project's
+    (``discover.dedupe_roots`` keeps the same one)."""
+    keyed = []
+    for r in roots:
+        if r["path"]:
+            r = dict(r, path=locate.abspath(r["path"]))
+            key = _dir_key(r["path"])
+            if key is not None:
+                keyed.append((r, key))
+    users = set(key for r, key in keyed if not locate.in_project(r))
     seen = set()
     out = []
-    for r in roots:
-        if not r["path"]:
-            continue
-        r = dict(r, path=locate.abspath(r["path"]))
-        key = _dir_key(r["path"])
-        if key is None or key in seen:
+    for r, key in keyed:
+        if key in seen or (key in users and locate.in_project(r)):
             continue
         seen.add(key)
         out.append(r)
