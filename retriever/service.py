@@ -330,6 +330,9 @@ def answer(text, req, idx=None):
                 # what it looks like), a script only when it is built.
                 note_no_skills(idx["header"]["roots"], explicit=idx["header"]["explicit"])
         path = req["_path"]
+    # The folders searched, with their sources: a hook marks the skills
+    # its runner cannot load by name (render.unlisted).
+    req["searched"] = idx["header"]["roots"]
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
     # absent: the warm helper).  req["tiers"] says which answered.
