@@ -7,6 +7,7 @@ Every test runs the real executable (``cli``) in a temporary HOME.
 
 import json
 import os
+import re
 
 import pytest
 
@@ -85,3 +86,58 @@ def test_the_hermes_plugin_gives_a_named_folders_skill_its_path(tmp_path, monkey
     results = runtime.retrieve(state, "download the arxiv paper 2101.00001")
     assert results and results[0].get("read") == str(mine / "SKILL.md")
     assert str(mine / "SKILL.md") in render.text_block(results, "with skill_view(name)")
+
+
+# ------------------------------------------------------- defect 3: tokens
+
+ZOO = {"zebra-care": "Groom and feed the zebra herd before the show.",
+       "llama-shearing": "Shear the llamas in spring and bag the wool.",
+       "owl-banding": "Ring the barn owls and log each band number."}
+
+
+def zoo(root):
+    for name, desc in ZOO.items():
+        make_skill(root, name, {"name": name, "description": desc})
+    return root
+
+
+def test_tokens_says_when_the_built_in_prompts_do_not_fit_the_library(cli, tmp_path):
+    out = cli("tokens", "--root", zoo(tmp_path / "zoo"))
+    assert out.returncode == 0, out
+    empty = re.search(r"nothing injected for (\d+) of 20 queries", out.stdout).group(1)
+    assert int(empty) > 10
+    assert "the 20 built-in prompts do not fit these skills (nothing injected for %s of them)" % empty in out.stdout
+    assert "--queries FILE" in out.stdout
+    # With the user's own prompts there is nothing to warn about.
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("groom the zebra herd\n")
+    assert "built-in" not in cli("tokens", "--root", tmp_path / "zoo", "--queries", qfile).stdout
+
+
+def test_tokens_accounts_for_every_skill_it_found(cli, tmp_path):
+    root = zoo(tmp_path / "lib")
+    make_skill(root, "mac-only", {"name": "mac-only", "description": "Tidy the macOS dock.",
+                                  "platforms": ["windows"]})
+    make_skill(root, "z-again", {"name": "zebra-care", "description": "A second zebra skill."})
+    out = cli("tokens", "--root", root)
+    assert out.returncode == 0, out
+    line = [l for l in out.stdout.splitlines() if l.startswith("not in the stock listing")]
+    assert line and "of 5 skills found" in line[0], out.stdout
+    assert "mac-only (platforms: windows, not this OS)" in line[0]
+    assert "zebra-care/SKILL.md (duplicate name 'zebra-care'; shadowed by" in line[0]
+    doc = json.loads(cli("tokens", "--root", root, "--format", "json").stdout)
+    assert doc["found"] == 5 and len(doc["not_listed"]) == 2
+
+
+def test_tokens_runner_subtracts_the_injection_like_the_default_table(cli, tmp_path):
+    zoo(tmp_path / "home" / ".claude" / "skills")
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("groom and feed the zebra herd\nshear the llamas\n")
+    proc = cli("tokens", "--runner", "claude-code", "--queries", qfile, "--format", "json")
+    assert proc.returncode == 0, proc
+    c = json.loads(proc.stdout)
+    assert c["queries"] == 2 and c["injection_chars"]["mean"] > 0
+    assert c["net_saving_chars"] == round(c["stock"] - c["names_only"] - c["injection_chars"]["mean"], 1)
+    text = cli("tokens", "--runner", "claude-code", "--queries", qfile).stdout
+    assert "| mean injection per message (2 queries) |" in text
+    assert "| net saving per turn (stock - names only - mean injection) |" in text

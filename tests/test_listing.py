@@ -345,7 +345,7 @@ def test_tokens_runner_prices_the_listing_with_and_without(run, home):
     assert c["stock"] == 3 * len("- s0: %s\n" % ("x" * 100))
     assert c["names_only"] == 3 * len("- s0\n")
     text = run("tokens", "--runner", "claude-code").stdout
-    assert "names only" in text and "saved per turn" in text
+    assert "names only" in text and "net saving per turn" in text
 
 
 def test_tokens_runner_applies_claude_codes_budget(run, home):
