@@ -141,3 +141,96 @@ def test_tokens_runner_subtracts_the_injection_like_the_default_table(cli, tmp_p
     text = cli("tokens", "--runner", "claude-code", "--queries", qfile).stdout
     assert "| mean injection per message (2 queries) |" in text
     assert "| net saving per turn (stock - names only - mean injection) |" in text
+
+
+# ------------------------------------------- frictions 4, 5, 6: say so
+
+
+def at_a_terminal(args, env, cwd):
+    """Run the executable with stderr on a pseudo-terminal (stdout a
+    pipe); returns ``(exit code, stdout, what the terminal showed)``."""
+    import pty
+    import subprocess
+    from conftest import BIN
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(BIN)] + [str(a) for a in args], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out = proc.stdout.read()
+    code = proc.wait(60)
+    os.close(master)
+    return code, out.decode(), shown.decode().replace("\r\n", "\n")
+
+
+def test_at_a_terminal_an_empty_answer_says_no_skill_fitted(cli_env, tmp_path):
+    root = zoo(tmp_path / "zoo")
+    code, out, shown = at_a_terminal(["--root", root, "read a DICOM file in python"], cli_env, tmp_path)
+    assert (code, out) == (0, "")
+    assert shown.splitlines()[-1] == ("skill-retrieve: no skill fitted this message; to see why: "
+                                      "skill-retrieve explain 'read a DICOM file in python'"), shown
+    # A hit says nothing more.
+    code, out, shown = at_a_terminal(["--root", root, "groom the zebra herd"], cli_env, tmp_path)
+    assert "zebra-care" in out and "no skill fitted" not in shown
+
+
+def test_in_a_pipe_an_empty_answer_stays_silent(cli, tmp_path):
+    assert cli("build", "--root", zoo(tmp_path / "zoo")).returncode == 0
+    proc = cli("--root", tmp_path / "zoo", "read a DICOM file in python")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_at_a_terminal_a_bm25_only_answer_says_the_tier_was_not_ready(cli_env, tmp_path):
+    from retriever import semantic
+    if not semantic.installed():
+        pytest.skip("the semantic tier is not installed")
+    root = zoo(tmp_path / "zoo")
+    import tempfile
+    rt = tempfile.mkdtemp(prefix="skr-rt-")  # short: a socket path holds 108 bytes
+    # A helper was just started (the stamp says so), and none answers:
+    # the query does not start another, and BM25 alone answers.
+    os.makedirs(rt + "/skill-retrieval", mode=0o700)
+    open(rt + "/skill-retrieval/semantic.spawned", "w").close()
+    env = dict(cli_env, SKILL_RETRIEVAL_SEMANTIC="on", XDG_RUNTIME_DIR=rt)
+    try:
+        code, out, shown = at_a_terminal(["--root", root, "groom the zebra herd"], env, tmp_path)
+    finally:
+        import shutil
+        shutil.rmtree(rt, ignore_errors=True)
+    assert code == 0 and "zebra-care" in out
+    assert "the semantic tier was not ready" in shown and "BM25 alone answered this" in shown, shown
+
+
+def test_explain_says_the_query_is_empty(cli, tmp_path):
+    proc = cli("explain", "--root", zoo(tmp_path / "zoo"), "  ")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "skill-retrieve: error: the query is empty; nothing to explain " \
+                          "(skill-retrieve explain WORDS...)\n"
+
+
+def test_explain_says_why_the_first_candidate_was_not_injected(cli, tmp_path):
+    from conftest import REPO
+    proc = cli("explain", "--root", REPO / "examples" / "skills", "make it shorter",
+               env={"SKILL_RETRIEVAL_DECIDE": None})
+    assert proc.returncode == 0, proc
+    first = [l for l in proc.stdout.splitlines() if l.startswith("  #1 ")]
+    assert first and "nothing is injected" in proc.stdout, proc.stdout
+    assert "not injected (the gate gives " in first[0] and "no skill fits this turn)" in first[0], first
+
+
+@pytest.mark.parametrize("argv, fixed", [
+    (["how", "do", "I", "use", "-k", "in", "grep"], "skill-retrieve -- how do I use -k in grep"),
+    (["--format", "json", "what", "does", "--staged", "do"], "skill-retrieve --format json -- what does --staged do"),
+])
+def test_words_that_look_like_flags_get_how_to_search_for_them(cli, argv, fixed):
+    proc = cli(*argv)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "quote them or put -- before them: " + fixed in proc.stderr, proc.stderr

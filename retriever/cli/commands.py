@@ -93,6 +93,11 @@ class _Parser(argparse.ArgumentParser):
         if self.prog == PROG + " query":
             known += ["--help", "--version"]  # a query is the bare command: its flags are these too
         hint = did_you_mean(bad[0].partition("=")[0], known, quote=False) if len(bad) == 1 else ""
+        if self.prog == PROG + " query" and not hint:
+            # "how do I use --staged in git": words that look like flags.
+            from retriever.cli import flag_like_hint
+            hint = flag_like_hint(sys.argv[1:])
+            hint = "; " + hint if hint else ""
         self.error("unrecognized option%s: %s%s" % ("s" if len(bad) > 1 else "", " ".join(bad), hint))
 
 
@@ -222,6 +227,7 @@ def run_query(args):
     results, path = service.answer(text, opts)
     out = render.json_doc(text, results, opts.get("tiers")) if args.format == "json" else render.text_block(results)
     write_out(out)
+    service.tell_terminal(text, results, opts)
     service.maybe_revalidate(path)
     return 0
 

@@ -12,7 +12,7 @@ import sys
 
 from retriever import locate, service, settings
 from retriever.service import write_out
-from retriever.cli import SUBCOMMANDS
+from retriever.cli import SUBCOMMANDS, VALUE_FLAGS as _VALUE_FLAGS, flag_like_hint
 
 # Subcommands the fast path hands to argparse: all but the two it parses.
 _SUBCOMMANDS_COLD = tuple(n for n in SUBCOMMANDS if n not in ("query", "hook"))
@@ -60,7 +60,6 @@ def parse_fast(argv):
     return opts
 
 
-_VALUE_FLAGS = ("--root", "--index", "-k", "--k", "--format", "--platform", "--runner")
 
 
 def _parse_args(args, opts, hook):
@@ -215,7 +214,7 @@ def main(argv=None):
     except Usage as exc:
         # The flags parsed here are the query's, which the top-level help
         # does not list.
-        warn("error: %s (see skill-retrieve query --help)" % exc)
+        warn("error: %s (%s)" % (exc, flag_like_hint(argv) or "see skill-retrieve query --help"))
         return 2
     if opts is None:
         locate.enable_site()
@@ -258,6 +257,7 @@ def main(argv=None):
     else:
         out = render.text_block(results)
     write_out(out)
+    service.tell_terminal(text, results, opts)
     service.maybe_revalidate(path)
     return 0
 
