@@ -234,3 +234,57 @@ def test_words_that_look_like_flags_get_how_to_search_for_them(cli, argv, fixed)
     proc = cli(*argv)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "quote them or put -- before them: " + fixed in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------- friction 11: the usual
+
+
+def test_dash_capital_v_prints_the_version(cli):
+    short, long_ = cli("-V"), cli("--version")
+    assert short.returncode == 0 and short.stdout == long_.stdout and short.stdout.startswith("skill-retrieve ")
+
+
+def test_rerank_report_takes_format_json_and_keeps_json(cli, tmp_path):
+    log = tmp_path / "ab.jsonl"
+    log.write_text(json.dumps({"reranked": True, "latency_ms": 120, "fallback": None,
+                               "bm25_top": ["a", "b"], "reranked_top": ["b", "a"]}) + "\n")
+    new = cli("rerank-report", "--format", "json", log)
+    old = cli("rerank-report", "--json", log)
+    assert new.returncode == 0 and new.stdout == old.stdout, (new, old)
+    assert json.loads(new.stdout)["log"] == str(log)
+    assert not cli("rerank-report", "--format", "text", log).stdout.startswith("{")
+
+
+def _bash_complete(script, *words):
+    import subprocess
+    line = "source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _skill_retrieve; printf '%%s\\n' \"${COMPREPLY[@]}\"" % (
+        script, " ".join("'%s'" % w for w in words), len(words) - 1)
+    proc = subprocess.run(["bash", "--norc", "-c", line], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc
+    return proc.stdout.split()
+
+
+def test_bash_completion_comes_from_the_argparse_definitions(cli, tmp_path):
+    proc = cli("completion", "bash")
+    assert proc.returncode == 0 and proc.stderr == ""
+    script = tmp_path / "skill-retrieve.bash"
+    script.write_text(proc.stdout)
+    assert _bash_complete(script, "skill-retrieve", "ins") == ["install"]
+    assert _bash_complete(script, "skill-retrieve", "install", "cl") == ["claude-code", "cline"]
+    assert _bash_complete(script, "skill-retrieve", "tokens", "--que") == ["--queries"]
+    assert _bash_complete(script, "skill-retrieve", "rerank-report", "--format", "j") == ["json"]
+    assert _bash_complete(script, "skill-retrieve", "completion", "") == ["bash", "zsh", "fish"]
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_zsh_and_fish_completion_name_every_subcommand_and_flag(cli, shell):
+    from retriever.cli import completion
+    proc = cli("completion", shell)
+    assert proc.returncode == 0 and proc.stderr == ""
+    top, cmds = completion.spec()
+    for name, _, opts, _ in cmds:
+        assert name in proc.stdout
+        for flags, _, _, _ in opts:
+            for f in flags:
+                spelled = f if shell == "zsh" else ("-l " + f[2:] if f.startswith("--") else "-s " + f[1:])
+                assert spelled in proc.stdout, (name, f)

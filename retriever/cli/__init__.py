@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),
     "serve": ("retriever.semantic.helper", "run the semantic tier's warm helper (--stop, --status)"),
+    "completion": ("retriever.cli.completion", "print a shell completion script (bash, zsh or fish)"),
 }
 
 

@@ -107,7 +107,7 @@ def make_parser(command=None):
     parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     from retriever import __version__
-    parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
+    parser.add_argument("-V", "--version", action="version", version="%(prog)s " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (mod, help_) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_[0].upper() + help_[1:] + ".")
@@ -235,7 +235,7 @@ def run_query(args):
 def main(argv=None):
     """Run the full CLI; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
+    if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "-V", "--version"):
         argv = ["query"] + argv
     parser = make_parser(argv[0] if argv[0] in SUBCOMMANDS else "")
     args, extra = parser.parse_known_args(argv)

@@ -161,7 +161,7 @@ def mistyped(word, rest=()):
                 "roofs", "rooks", "rooms", "roost", "routs", "riots", "rooty", "rootfs", "rootsy",
                 "hooks", "book", "cook", "look", "took", "nook", "rook", "hood", "hoof", "hoot", "hoop",
                 "honk", "hock", "shook", "hooky", "hooke", "hoon",
-                "explains", "installs", "instill", "uninstalls", "doctors", "token", "tokes",
+                "explains", "installs", "instill", "uninstalls", "doctors", "token", "tokes", "completions",
                 "server", "serves", "served", "sever", "verve", "nerve", "serge", "serde", "servo", "kserve",
                 "swerve", "sere",
             } and not _takes(name, rest):
@@ -178,6 +178,8 @@ def _takes(name, rest):
         return False
     if name == "roots":
         return rest[0] in ("add", "remove", "list")
+    if name == "completion":
+        return rest[0] in ("bash", "zsh", "fish")
     if name in ("install", "uninstall"):
         from retriever.runners.registry import NAMES
         return rest[0] in NAMES
