@@ -333,7 +333,7 @@ def answer(text, req, idx=None):
         path = req["_path"]
     # The folders searched, with their sources: a hook marks the skills
     # its runner cannot load by name (render.unlisted).
-    req["searched"] = idx["header"]["roots"]
+    req["searched"], req["_n_docs"] = idx["header"]["roots"], idx["header"]["n_docs"]
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
     # absent: the warm helper).  req["tiers"] says which answered.
@@ -384,7 +384,7 @@ def tell_terminal(text, results, req):
     if req.get("_semantic") and req.get("tiers") == ["bm25"]:
         warn("the semantic tier was not ready (its helper starts on first use and embeds new skills "
              "in the background): BM25 alone answered this")
-    if not results:
+    if not results and req.get("_n_docs"):  # (an empty library is said by note_no_skills)
         words = " ".join(text.split())
         shown = "'%s'" % words if words and len(words) <= 80 and "'" not in words else "WORDS"
         warn("no skill fitted this message; to see why: skill-retrieve explain %s" % shown)

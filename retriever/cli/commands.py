@@ -93,11 +93,6 @@ class _Parser(argparse.ArgumentParser):
         if self.prog == PROG + " query":
             known += ["--help", "--version"]  # a query is the bare command: its flags are these too
         hint = did_you_mean(bad[0].partition("=")[0], known, quote=False) if len(bad) == 1 else ""
-        if self.prog == PROG + " query" and not hint:
-            # "how do I use --staged in git": words that look like flags.
-            from retriever.cli import flag_like_hint
-            hint = flag_like_hint(sys.argv[1:])
-            hint = "; " + hint if hint else ""
         self.error("unrecognized option%s: %s%s" % ("s" if len(bad) > 1 else "", " ".join(bad), hint))
 
 
