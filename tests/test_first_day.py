@@ -12,6 +12,7 @@ import re
 import pytest
 
 from conftest import make_skill
+from test_first_run import _on_a_terminal
 from test_hooks import payload as _payload
 
 ARXIV = {"name": "arxiv", "description": "Search and download arxiv papers by their id or title."}
@@ -146,39 +147,14 @@ def test_tokens_runner_subtracts_the_injection_like_the_default_table(cli, tmp_p
 # ------------------------------------------- frictions 4, 5, 6: say so
 
 
-def at_a_terminal(args, env, cwd):
-    """Run the executable with stderr on a pseudo-terminal (stdout a
-    pipe); returns ``(exit code, stdout, what the terminal showed)``."""
-    import pty
-    import subprocess
-    from conftest import BIN
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([str(BIN)] + [str(a) for a in args], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-    out = proc.stdout.read()
-    code = proc.wait(60)
-    os.close(master)
-    return code, out.decode(), shown.decode().replace("\r\n", "\n")
-
-
 def test_at_a_terminal_an_empty_answer_says_no_skill_fitted(cli_env, tmp_path):
     root = zoo(tmp_path / "zoo")
-    code, out, shown = at_a_terminal(["--root", root, "read a DICOM file in python"], cli_env, tmp_path)
+    code, out, shown = _on_a_terminal(["--root", root, "read a DICOM file in python"], cli_env, tmp_path)
     assert (code, out) == (0, "")
     assert shown.splitlines()[-1] == ("skill-retrieve: no skill fitted this message; to see why: "
                                       "skill-retrieve explain 'read a DICOM file in python'"), shown
     # A hit says nothing more.
-    code, out, shown = at_a_terminal(["--root", root, "groom the zebra herd"], cli_env, tmp_path)
+    code, out, shown = _on_a_terminal(["--root", root, "groom the zebra herd"], cli_env, tmp_path)
     assert "zebra-care" in out and "no skill fitted" not in shown
 
 
@@ -201,7 +177,7 @@ def test_at_a_terminal_a_bm25_only_answer_says_the_tier_was_not_ready(cli_env, t
     open(rt + "/skill-retrieval/semantic.spawned", "w").close()
     env = dict(cli_env, SKILL_RETRIEVAL_SEMANTIC="on", XDG_RUNTIME_DIR=rt)
     try:
-        code, out, shown = at_a_terminal(["--root", root, "groom the zebra herd"], env, tmp_path)
+        code, out, shown = _on_a_terminal(["--root", root, "groom the zebra herd"], env, tmp_path)
     finally:
         import shutil
         shutil.rmtree(rt, ignore_errors=True)
@@ -228,7 +204,7 @@ def test_explain_says_why_the_first_candidate_was_not_injected(cli, tmp_path):
 
 @pytest.mark.parametrize("argv, fixed", [
     (["how", "do", "I", "use", "-k", "in", "grep"], "skill-retrieve -- how do I use -k in grep"),
-    (["--format", "json", "what", "does", "--staged", "do"], "skill-retrieve --format json -- what does --staged do"),
+    (["--format", "json", "what", "does", "-k", "do"], "skill-retrieve --format json -- what does -k do"),
 ])
 def test_words_that_look_like_flags_get_how_to_search_for_them(cli, argv, fixed):
     proc = cli(*argv)
@@ -288,3 +264,105 @@ def test_zsh_and_fish_completion_name_every_subcommand_and_flag(cli, shell):
             for f in flags:
                 spelled = f if shell == "zsh" else ("-l " + f[2:] if f.startswith("--") else "-s " + f[1:])
                 assert spelled in proc.stdout, (name, f)
+
+
+# ------------------------------------------------ friction 8: clean up
+
+
+class FakeHelper:
+    """A stand-in for the semantic helper on its socket: it answers every
+    request "ok" and keeps what it was asked."""
+
+    def __init__(self):
+        import socket
+        import tempfile
+        import threading
+        self.folder = tempfile.mkdtemp(prefix="skr-h-")  # mode 0700, short enough for a socket
+        self.path = self.folder + "/semantic.sock"
+        self.asked = []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(4)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        from retriever.semantic import client
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.asked.append(client.read_frame(conn).decode())
+                conn.sendall(client.frame(b"ok"))
+
+    def close(self):
+        import shutil
+        self.sock.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@pytest.fixture
+def helper():
+    h = FakeHelper()
+    yield h
+    h.close()
+
+
+def test_uninstalling_the_last_runner_stops_the_helper(cli, helper, tmp_path):
+    make_skill(tmp_path / "home" / ".claude" / "skills", "zebra-care", {"name": "zebra-care", "description": "x"})
+    env = {"SKILL_RETRIEVAL_SEMANTIC_SOCKET": helper.path}
+    for runner in ("claude-code", "codex"):
+        assert cli("install", runner, env=env).returncode == 0
+    first = cli("uninstall", "codex", env=env)
+    assert first.returncode == 0 and helper.asked == [] and "stopped" not in first.stdout
+    last = cli("uninstall", "claude-code", env=env)
+    assert last.returncode == 0 and helper.asked == ["stop"], (last, helper.asked)
+    assert last.stdout.splitlines()[-1] == "no runner has skill-retrieve installed now: stopped the semantic helper"
+
+
+def test_uninstall_all_removes_every_runners_install(cli, tmp_path):
+    home = tmp_path / "home"
+    runners = ("claude-code", "codex", "gemini", "cline", "opencode")
+    for runner in runners:
+        assert cli("install", runner).returncode == 0
+    before = {p for p in home.rglob("*") if p.is_file()}
+    proc = cli("uninstall", "--all")
+    assert proc.returncode == 0, proc
+    for runner in runners:
+        assert "removed the %s hook" % runner in proc.stdout, (runner, proc.stdout)
+    from conftest import state_home
+    left = json.loads((state_home(tmp_path) / "skill-retrieval" / "installed.json").read_text())
+    assert left == {}
+    assert not [p for p in before if p.exists() and "skill-retrieval" in p.name]
+
+
+def test_uninstall_all_purge_lists_what_it_deletes_then_deletes_it(cli, tmp_path):
+    from conftest import state_home
+    home = tmp_path / "home"
+    make_skill(home / "myskills", "zebra-care", {"name": "zebra-care", "description": "Groom the zebras."})
+    assert cli("roots", "add", home / "myskills").returncode == 0
+    assert cli("install", "claude-code").returncode == 0
+    cache, state = tmp_path / "xdg-cache" / "skill-retrieval", state_home(tmp_path) / "skill-retrieval"
+    roots = home / ".config" / "skill-retrieval" / "roots"
+    assert cache.is_dir() and state.is_dir() and roots.is_file()
+
+    dry = cli("uninstall", "--all", "--purge", "--dry-run")
+    assert dry.returncode == 0 and cache.is_dir() and state.is_dir() and roots.is_file()
+    assert "would delete %s (the skill folders you named)" % roots in dry.stdout
+
+    proc = cli("uninstall", "--all", "--purge")
+    assert proc.returncode == 0, proc
+    listed = [l for l in proc.stdout.splitlines() if l.startswith("deleting ")]
+    assert listed == ["deleting %s (indexes, vectors and the log)" % cache,
+                      "deleting %s (install backups and records)" % state,
+                      "deleting %s (the skill folders you named)" % roots], proc.stdout
+    assert not cache.exists() and not state.exists() and not roots.parent.exists()
+    assert (home / "myskills" / "zebra-care" / "SKILL.md").is_file()  # never the user's skills
+
+
+@pytest.mark.parametrize("args", [["uninstall"], ["uninstall", "codex", "--all"], ["uninstall", "codex", "--purge"]])
+def test_uninstall_needs_a_runner_or_all(cli, args):
+    proc = cli(*args)
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc

@@ -656,8 +656,14 @@ def _hermes(command, dry_run, out):
 
 def add_arguments(parser):
     """Arguments shared by ``install`` and ``uninstall``."""
-    parser.add_argument("runner", choices=RUNNERS, metavar="RUNNER",
+    last = parser.prog.split()[-1]
+    parser.add_argument("runner", choices=RUNNERS, metavar="RUNNER", nargs="?" if last == "uninstall" else None,
                         help="one of: " + ", ".join(RUNNERS))
+    if last == "uninstall":
+        parser.add_argument("--all", action="store_true", help="uninstall from every runner")
+        parser.add_argument("--purge", action="store_true",
+                            help="with --all: then delete the index cache and log, the backups and records, "
+                                 "and the roots file, after listing them")
     parser.add_argument("--project", metavar="DIR",
                         help="use the project's settings file instead of the user's")
     parser.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
