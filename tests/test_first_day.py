@@ -8,6 +8,7 @@ Every test runs the real executable (``cli``) in a temporary HOME.
 import json
 import os
 import re
+import sys
 
 import pytest
 
@@ -366,3 +367,45 @@ def test_uninstall_all_purge_lists_what_it_deletes_then_deletes_it(cli, tmp_path
 def test_uninstall_needs_a_runner_or_all(cli, args):
     proc = cli(*args)
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc
+
+
+# ------------------------------------- friction 10: side effects, said
+
+
+@pytest.mark.parametrize("dry", [False, True], ids=["install", "dry-run"])
+def test_install_codex_says_it_sets_the_global_warning_switch(cli, tmp_path, dry):
+    if sys.version_info < (3, 11):
+        pytest.skip("editing config.toml needs tomllib (3.11+)")
+    proc = cli("install", "codex", *(["--dry-run"] if dry else []))
+    assert proc.returncode == 0, proc
+    line = [l for l in proc.stdout.splitlines() if l.startswith("codex: install")]
+    assert line and "suppress_unstable_features_warning = true" in line[0], proc.stdout
+    assert ("install would also set " in line[0]) == dry
+
+
+def test_install_hermes_says_it_creates_the_hermes_home(cli, tmp_path):
+    home = tmp_path / "home"
+    dry = cli("install", "hermes", "--dry-run")
+    assert dry.returncode == 0 and "(creating it: no Hermes home is there yet)" in dry.stdout, dry
+    assert not (home / ".hermes").exists()
+    proc = cli("install", "hermes")
+    assert proc.returncode == 0, proc
+    assert proc.stdout.startswith("created %s (no Hermes home was there" % (home / ".hermes")), proc.stdout
+    again = cli("install", "hermes")
+    assert "created" not in again.stdout  # only the first time, when it was made
+
+
+def test_dry_run_prints_a_unified_diff_of_the_change(cli, tmp_path):
+    settings = tmp_path / "home" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    mine = '{\n  "model": "opus",\n' + "".join('  "k%02d": %d,\n' % (i, i) for i in range(30)) + '  "z": 1\n}\n'
+    settings.write_text(mine)
+    proc = cli("install", "claude-code", "--no-compact", "--dry-run")
+    assert proc.returncode == 0, proc
+    out = proc.stdout
+    assert "would write %s:\n--- %s\n+++ %s\n@@ " % (settings, settings, settings) in out, out
+    assert '"k05": 5' not in out  # lines far from the change are not printed
+    from conftest import apply_diff
+    said = out.split("would write %s:\n" % settings, 1)[1]
+    assert cli("install", "claude-code", "--no-compact").returncode == 0
+    assert apply_diff(mine, said) == settings.read_text()

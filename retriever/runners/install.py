@@ -637,7 +637,9 @@ def _hermes(command, dry_run, out):
     from retriever import locate
     home = locate.hermes_home()
     if dry_run:
-        out.write("would %s the Hermes plugin in %s\n" % (command, home))
+        out.write("would %s the Hermes plugin in %s%s\n" % (
+            command, home, " (creating it: no Hermes home is there yet)"
+            if command == "install" and not os.path.isdir(home) else ""))
         return 0
     try:
         msg = (hermes_install.install if command == "install" else hermes_install.uninstall)(home)

@@ -480,6 +480,11 @@ def _codex_install(project, out, dry_run):
     if _write(path, plan, out, dry_run) is None:
         out.write("codex: names-only already on in %s\n" % path)
         return 0
+    if "top" in rec["lines"]:
+        # A global setting beyond the switch itself: said, not only shown.
+        out.write("codex: install %s %s at the top of %s: Codex flags omit_skill_descriptions as under "
+                  "development and warns at every start without it (uninstall takes it out again)\n"
+                  % ("would also set" if dry_run else "also sets", QUIET_LINE, path))
     if dry_run:
         return 0
     rec0 = record_of("codex", path)
