@@ -409,3 +409,51 @@ def test_dry_run_prints_a_unified_diff_of_the_change(cli, tmp_path):
     said = out.split("would write %s:\n" % settings, 1)[1]
     assert cli("install", "claude-code", "--no-compact").returncode == 0
     assert apply_diff(mine, said) == settings.read_text()
+
+
+# ------------------------------------------- defect 2: doctor's fixes fix
+
+
+def findings(cli, *args):
+    """``[(finding, fix command or None)]`` of the warnings and errors
+    ``doctor --no-probe`` prints."""
+    out = cli("doctor", "--no-probe", *args).stdout.split("\nFindings\n", 1)
+    if len(out) < 2:
+        return []
+    found = []
+    for line in out[1].splitlines():
+        if re.match(r"  (warn|error|!!)\s", line, re.I):
+            found.append([line.split(None, 1)[1], None])
+        elif line.strip().startswith("fix: ") and found:
+            found[-1][1] = line.strip()[len("fix: "):]
+    return [tuple(f) for f in found]
+
+
+def test_doctor_does_not_ask_for_names_only_when_claude_code_lists_none(cli, tmp_path):
+    # Issue 41's user: their skills in a folder named with `roots add`;
+    # Claude Code's own folders hold none, so there is nothing to list by
+    # name, and `install claude-code` (doctor's fix) could change nothing.
+    home = tmp_path / "home"
+    make_skill(home / "myskills", "arxiv", ARXIV)
+    assert cli("roots", "add", home / "myskills").returncode == 0
+    assert cli("install", "claude-code").returncode == 0
+    assert not [f for f in findings(cli, "--runner", "claude-code") if "names-only" in f[0]]
+    out = cli("doctor", "--no-probe", "--runner", "claude-code").stdout
+    assert "names only: nothing to list: none of its own folders holds a skill" in out
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "codex", "gemini", "opencode"])
+def test_every_fix_doctor_prints_for_a_runner_fixes_what_it_warned_about(cli, cli_env, tmp_path, runner):
+    import subprocess
+    home = tmp_path / "home"
+    make_skill(home / ".claude" / "skills", "pdf-extract", PDF)
+    make_skill(home / ".agents" / "skills", "arxiv", ARXIV)
+    assert cli("install", runner, "--no-compact").returncode == 0
+    before = findings(cli, "--runner", runner)
+    assert before and all(fix for _, fix in before), before
+    for finding, fix in before:
+        proc = subprocess.run(["/bin/sh", "-c", fix], env=cli_env, cwd=str(tmp_path), capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0, (fix, proc)
+    after = [f for f, _ in findings(cli, "--runner", runner)]
+    assert not [f for f, _ in before if f in after], (before, after)

@@ -894,7 +894,9 @@ def render_text(report):
                                                   % plural(no["covered"], "skill"),
                                           "off": "off: every description is listed",
                                           "broken": "unknown",
-                                          "native": "the runner lists names only itself"}[no["state"]]
+                                          "native": "the runner lists names only itself",
+                                          "empty": "nothing to list: none of its own folders holds a skill"}[
+                                              no["state"]]
               + ("  (%s)" % _home(no["file"]) if no.get("file") else ""))
             if no.get("note"):
                 w("           %s" % no["note"])

@@ -865,8 +865,9 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 
 
 def status(runner, cwd=None, project=None):
-    """For doctor: ``{"state": "on"|"off"|"user"|"broken", "file", "covered",
-    "full": [(name, reason)], "note"}``."""
+    """For doctor: ``{"state": "on"|"off"|"user"|"broken"|"empty", "file",
+    "covered", "full": [(name, reason)], "note"}`` ("empty": Claude Code has
+    no skill of its own for the switch to cover)."""
     from retriever.runners import install as inst
     path = cline_plugin_path(project) if runner == "cline" else target(runner, project)
     out = {"runner": runner, "file": path, "state": "off", "covered": 0, "full": [], "note": ""}
@@ -899,6 +900,11 @@ def status(runner, cwd=None, project=None):
                         for n in missing]
         if on:
             out["state"] = "on" if record_of(runner, path) else "user"
+        elif not names:
+            # No skill of its own to list (the user's skills sit in a folder
+            # named with `roots add`, which Claude Code does not read):
+            # nothing is listed in full, and install has nothing to set.
+            out["state"] = "empty"
         if out["state"] != "off" and not _has_sync(data, runner) and missing:
             out["note"] = "no session-start sync hook: new skills keep their descriptions"
         return out
