@@ -457,3 +457,38 @@ def test_every_fix_doctor_prints_for_a_runner_fixes_what_it_warned_about(cli, cl
         assert proc.returncode == 0, (fix, proc)
     after = [f for f, _ in findings(cli, "--runner", runner)]
     assert not [f for f, _ in before if f in after], (before, after)
+
+
+# ------------------------------------- friction 9: doctor and roots say it
+
+
+def test_doctor_names_the_files_with_problems(cli, tmp_path):
+    home = tmp_path / "home"
+    make_skill(home / "my", "arxiv", ARXIV)
+    bad = make_skill(home / "my", "broken", "name: broken\ndescription: a: b: c")
+    assert cli("roots", "add", home / "my").returncode == 0
+    out = cli("doctor", "--no-probe").stdout
+    line = [l for l in out.splitlines() if "with problems" in l]
+    assert line and "invalid YAML (1): ~/my/broken/SKILL.md" in line[0], out
+    assert bad.is_dir()
+
+
+def test_roots_add_of_a_folder_inside_a_named_one_says_so(cli, tmp_path):
+    home = tmp_path / "home"
+    make_skill(home / "my" / "sub", "arxiv", ARXIV)
+    assert cli("roots", "add", home / "my").returncode == 0
+    proc = cli("roots", "add", home / "my" / "sub")
+    assert proc.returncode == 0
+    assert proc.stderr == ("skill-retrieve: warning: %s is inside %s, already named: its skills are found there "
+                           "(to drop it: skill-retrieve roots remove %s)\n" % (home / "my" / "sub", home / "my",
+                                                                                home / "my" / "sub"))
+    out = cli("doctor", "--no-probe").stdout
+    assert "~/my/sub  0 skills" in out and "inside ~/my, listed above: its skills count there" in out, out
+
+
+def test_re_adding_a_root_does_not_say_now_use_them(cli, tmp_path):
+    home = tmp_path / "home"
+    make_skill(home / "my", "arxiv", ARXIV)
+    assert cli("roots", "add", home / "my").returncode == 0
+    again = cli("roots", "add", home / "my")
+    assert again.returncode == 0 and again.stdout == "already there: %s\nnothing added\n" % (home / "my")
