@@ -271,6 +271,8 @@ def retrieve(state, text, session_id="", platform="", history=None):
     req = {"keep": lambda r: visibility.visible(r, view), "session_id": session_id or None, "quiet": True,
            "semantic": state.get("semantic"), "_path": state["path"]}
     results, _ = service.answer(text, req, idx=idx)
+    from retriever import render
+    results = render.unlisted(results, req.get("searched"))
     if session_id:
         # Kept in memory: this process lives as long as Hermes does.
         from retriever import session

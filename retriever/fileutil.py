@@ -587,7 +587,25 @@ def would(path, new):
 def _would(path, new):
     if new is DELETE:
         return "would delete %s\n" % path
-    return "would write %s:\n%s%s" % (path, new, "" if new.endswith("\n") else "\n")
+    return "would write %s:\n%s" % (path, diff(path, new))
+
+
+def diff(path, new):
+    """``new`` against what ``path`` holds now, as a unified diff (a new
+    file: every line added).  A whole settings file said too little:
+    the change is what a dry run is asked to show.  A file that cannot be
+    read as text shows ``new`` whole, as before."""
+    import difflib
+    try:
+        old = read_text(path)
+    except Unreadable:
+        return new if new.endswith("\n") else new + "\n"
+    out = []
+    for line in difflib.unified_diff((old or "").splitlines(True), new.splitlines(True),
+                                     path if old is not None else "/dev/null", path):
+        # difflib's own marker for a last line without its newline.
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 def update(path, change, wait=None, dry_run=False):

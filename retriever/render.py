@@ -7,6 +7,10 @@ HEADING = "## Retrieved Skills"
 GUIDANCE = ("Skills that may fit this request; each description is quoted from that skill's SKILL.md. "
             "If one applies, load it %s before acting.")
 LOAD = "with your skill tool, or by reading its SKILL.md"  # no runner named (the command line)
+# A skill from a folder the runner does not read (one named with ``roots
+# add``) is in no list its skill tool loads from: the block gives its
+# SKILL.md path, and this sentence says what to do with it.
+BY_PATH = " A skill given with its SKILL.md path is not in your skill list: read that file instead."
 DESC_MAX = 200
 JSON_DESC_MAX = 2000  # --format json: longer descriptions are cut (docs/cli.md)
 
@@ -78,14 +82,36 @@ def guidance(load=None):
     return GUIDANCE % (load or LOAD)
 
 
+def unlisted(results, roots):
+    """``results`` with ``"read"`` (the SKILL.md path) set on each skill
+    that the runner reading ``roots`` cannot load by name: one whose
+    nearest root is a folder the user named (source ``remembered``), not
+    one of the runner's own.  ``roots``: root dicts, as a hook's skill set
+    or an index header lists them.  The others are returned as they are."""
+    folders = sorted(((r["path"].rstrip("/") + "/", r.get("source")) for r in roots or ()
+                      if isinstance(r, dict) and isinstance(r.get("path"), str)),
+                     key=lambda f: -len(f[0]))
+    if not any(source == "remembered" for _, source in folders):
+        return results
+    out = []
+    for r in results:
+        where = r["path"].rstrip("/") + "/"
+        source = next((s for f, s in folders if where.startswith(f)), None)
+        out.append(dict(r, read=r["path"].rstrip("/") + "/SKILL.md") if source == "remembered" else r)
+    return out
+
+
 def text_block(results, load=None):
     """The block injected into the prompt; ``""`` when there are no
-    results.  ``load``: how the runner loads a skill (``guidance``)."""
+    results.  ``load``: how the runner loads a skill (``guidance``).  A
+    result marked by ``unlisted`` shows its SKILL.md path, and the guidance
+    says to read that file."""
     if not results:
         return ""
-    lines = [HEADING, guidance(load)]
+    lines = [HEADING, guidance(load) + (BY_PATH if any(r.get("read") for r in results) else "")]
     for r in results:
-        lines.append("- **%s** (%s): %s" % (one_line(r["name"]), one_line(r["id"]), short(r["description"])))
+        where = one_line(r["id"]) + (", " + one_line(r["read"]) if r.get("read") else "")
+        lines.append("- **%s** (%s): %s" % (one_line(r["name"]), where, short(r["description"])))
     return "\n".join(lines) + "\n"
 
 

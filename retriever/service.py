@@ -315,6 +315,7 @@ def answer(text, req, idx=None):
         if semantic.installed():
             req["_path"] = index_path(req)  # worked out once: the open below reuses it
             provider = semantic.early(req["_path"], text)
+            req["_semantic"] = True  # asked: BM25 alone then means the tier was not ready
         else:
             provider = None
     if idx is None:
@@ -330,6 +331,9 @@ def answer(text, req, idx=None):
                 # what it looks like), a script only when it is built.
                 note_no_skills(idx["header"]["roots"], explicit=idx["header"]["explicit"])
         path = req["_path"]
+    # The folders searched, with their sources: a hook marks the skills
+    # its runner cannot load by name (render.unlisted).
+    req["searched"], req["_n_docs"] = idx["header"]["roots"], idx["header"]["n_docs"]
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
     # absent: the warm helper).  req["tiers"] says which answered.
@@ -367,6 +371,23 @@ def rank(idx, path, text, k, req, keep, provider):
         return query.search(idx, text, k, keep=keep, decide=decide)
     from retriever import semantic
     return semantic.rank(idx, path, text, k, req, keep, provider, decide)
+
+
+def tell_terminal(text, results, req):
+    """At a terminal (stderr is a tty), one line each when the answer
+    needs one: BM25 alone answered because the semantic tier was asked
+    and not ready (the same query can answer otherwise a moment later),
+    and nothing fitted (an empty stdout says nothing by itself).  Hooks
+    (``quiet``) and pipes hear nothing."""
+    if req.get("quiet") or not posix.isatty(2):
+        return
+    if req.get("_semantic") and req.get("tiers") == ["bm25"]:
+        warn("the semantic tier was not ready (its helper starts on first use and embeds new skills "
+             "in the background): BM25 alone answered this")
+    if not results and req.get("_n_docs"):  # (an empty library is said by note_no_skills)
+        words = " ".join(text.split())
+        shown = "'%s'" % words if words and len(words) <= 80 and "'" not in words else "WORDS"
+        warn("no skill fitted this message; to see why: skill-retrieve explain %s" % shown)
 
 
 def shortlist(text, results, inject_k, rerank=False, session_id=None, warn=None):

@@ -241,3 +241,35 @@ def index_docs(index_path):
 def index_ids(index_path):
     """The sorted skill ids held by an index file."""
     return sorted(d[0] for d in index_docs(index_path))
+
+
+def apply_diff(old, diff):
+    """``old`` (text, or None for no file) with the unified diff ``diff``
+    applied: the text a dry run's ``would write`` says the real run
+    writes (``fileutil.diff``)."""
+    src = (old or "").splitlines(True)
+    out, at = [], 0
+    lines = diff.splitlines(True)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.startswith("@@"):
+            continue
+        start = int(line.split()[1].split(",")[0][1:])
+        start = start - 1 if start else 0
+        out += src[at:start]
+        at = start
+        while i < len(lines) and lines[i][:1] in (" ", "-", "+", "\\"):
+            tag, body = lines[i][:1], lines[i][1:]
+            if tag == "\\":  # no newline at the end of the line before
+                if out and out[-1].endswith("\n") and last in (" ", "+"):
+                    out[-1] = out[-1][:-1]
+            elif tag in (" ", "-"):
+                at += 1
+            if tag in (" ", "+"):
+                out.append(body)
+            last = tag if tag != "\\" else last
+            i += 1
+    out += src[at:]
+    return "".join(out)

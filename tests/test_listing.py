@@ -7,6 +7,7 @@ Everything runs the real executable on temporary homes.
 """
 
 import io
+import itertools
 import json
 import os
 import sys
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import assert_clean, backups_of, make_skill, state_home
+from conftest import apply_diff, assert_clean, backups_of, make_skill, state_home
 
 from retriever import fileutil
 from retriever.runners import install as inst, listing
@@ -345,7 +346,7 @@ def test_tokens_runner_prices_the_listing_with_and_without(run, home):
     assert c["stock"] == 3 * len("- s0: %s\n" % ("x" * 100))
     assert c["names_only"] == 3 * len("- s0\n")
     text = run("tokens", "--runner", "claude-code").stdout
-    assert "names only" in text and "saved per turn" in text
+    assert "names only" in text and "net saving per turn" in text
 
 
 def test_tokens_runner_applies_claude_codes_budget(run, home):
@@ -706,7 +707,8 @@ def test_install_dry_run_shows_each_file_once_as_install_writes_it(runner, run, 
     for path in set(shown.stdout.split("would write ")[1:]):
         name, text = path.split(":\n", 1)
         assert shown.stdout.count("would write %s:\n" % name) == 1, (name, shown.stdout)
-        assert text == read(name).decode(), (name, text)
+        # A new file: its diff adds every line install writes.
+        assert apply_diff(None, text) == read(name).decode(), (name, text)
 
 
 HOOK_FILE = {"claude-code": lambda h, c: claude_settings(h), "codex": lambda h, c: str(c / "hooks.json"),
@@ -722,6 +724,7 @@ def test_uninstall_dry_run_shows_what_uninstall_will_write(runner, run, home, co
     write(hooks, '{\n    "model":   "opus",\n\t"z": [1,2]\n}')  # the user's own layout
     files = {hooks, str(codex_home / "config.toml") if runner == "codex" else listing.target(runner)}
     assert_clean(run("install", runner))
+    before = {p: read(p).decode() if os.path.exists(p) else None for p in files}
     shown = run("uninstall", runner, "--dry-run")
     assert_clean(shown)
     assert_clean(run("uninstall", runner))
@@ -729,8 +732,10 @@ def test_uninstall_dry_run_shows_what_uninstall_will_write(runner, run, home, co
         last = max(shown.stdout.rfind("would write %s:\n" % path), shown.stdout.rfind("would delete %s\n" % path))
         assert last >= 0, (path, shown.stdout)
         said = shown.stdout[last:]
-        if os.path.exists(path):  # the text it said it would write, byte for byte
-            assert said.startswith("would write %s:\n%s" % (path, read(path).decode())), (path, said)
+        if os.path.exists(path):  # the text it said it would write, byte for byte, as a diff
+            said = "".join(itertools.takewhile(lambda ln: ln[:1] in "-+@ \\",
+                                               said.splitlines(True)[1:]))
+            assert apply_diff(before[path], said) == read(path).decode(), (path, said)
         else:
             assert said.startswith("would delete %s\n" % path), (path, said)
 

@@ -23,7 +23,30 @@ SUBCOMMANDS = {
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),
     "serve": ("retriever.semantic.helper", "run the semantic tier's warm helper (--stop, --status)"),
+    "completion": ("retriever.cli.completion", "print a shell completion script (bash, zsh or fish)"),
 }
+
+
+# The query's flags that take a value (the fast path in ``entry`` parses them).
+VALUE_FLAGS = ("--root", "--index", "-k", "--k", "--format", "--platform", "--runner")
+
+
+def flag_like_hint(argv):
+    """For a query whose words include one that looks like a flag ("how
+    do I use -k in grep"), how to search for it: quoted, or after ``--``;
+    else None.  Error path only."""
+    argv = list(argv)
+    if argv[:1] == ["query"]:
+        argv.pop(0)
+    start = 0  # the first word of the query: after the flags and their values
+    while start < len(argv) and argv[start].startswith("-") and argv[start] != "--":
+        start += 2 if argv[start] in VALUE_FLAGS else 1
+    words = argv[start:]
+    if "--" in argv or sum(1 for a in words if not a.startswith("-")) < 2:
+        return None
+    import shlex
+    return "if those are words of the query, quote them or put -- before them: skill-retrieve %s" \
+        % " ".join(shlex.quote(a) for a in argv[:start] + ["--"] + words)
 
 
 def did_you_mean(word, names, quote=True):

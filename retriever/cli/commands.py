@@ -102,7 +102,7 @@ def make_parser(command=None):
     parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     from retriever import __version__
-    parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
+    parser.add_argument("-V", "--version", action="version", version="%(prog)s " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (mod, help_) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_[0].upper() + help_[1:] + ".")
@@ -222,6 +222,7 @@ def run_query(args):
     results, path = service.answer(text, opts)
     out = render.json_doc(text, results, opts.get("tiers")) if args.format == "json" else render.text_block(results)
     write_out(out)
+    service.tell_terminal(text, results, opts)
     service.maybe_revalidate(path)
     return 0
 
@@ -229,7 +230,7 @@ def run_query(args):
 def main(argv=None):
     """Run the full CLI; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
+    if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "-V", "--version"):
         argv = ["query"] + argv
     parser = make_parser(argv[0] if argv[0] in SUBCOMMANDS else "")
     args, extra = parser.parse_known_args(argv)

@@ -103,6 +103,11 @@ def check_roots(report, roots):
         why = discover.outside_project(r)  # the walk skipped it: say so
         if why:
             _finding(report, "warn", "%s: %s" % (_home(r["path"]), why))
+    for i, r in enumerate(roots):
+        # A root inside one listed before it: its skills count there.
+        outer = _owner(r["path"].rstrip("/") + "/", [o for o in roots[:i] if o["path"] != r["path"]])
+        if outer and not by_root[r["path"]]["skills"]:
+            by_root[r["path"]]["inside"] = outer
     report["roots"] = list(by_root.values())
     report["skills_total"] = len(recs)
     bad = {p for p, _ in problems}
@@ -903,10 +908,14 @@ def render_text(report):
     for r in report["roots"]:
         w("  %-4s %s  %s  [%s]" % ("ok" if r["skills"] else "--", _home(r["path"]), plural(r["skills"], "skill"),
                                   r["source"]))
+        if r.get("inside"):
+            w("       inside %s, listed above: its skills count there" % _home(r["inside"]))
         bad = sum(len(v) for v in r["malformed"].values())
         if bad:
+            # Named, as build names them: the first few files of each kind.
             w("       %s with problems: %s" % (plural(bad, "file"), "; ".join(
-                "%s (%d)" % (k, len(v)) for k, v in sorted(r["malformed"].items(), key=lambda kv: -len(kv[1]))[:4])))
+                "%s (%d): %s%s" % (k, len(v), ", ".join(_home(f) for f in v[:3]), " ..." if len(v) > 3 else "")
+                for k, v in sorted(r["malformed"].items(), key=lambda kv: -len(kv[1]))[:4])))
         if r["shadowed"]:
             w("       %d shadowed by an earlier root or duplicate name: %s" % (
                 len(r["shadowed"]), ", ".join(_home(s["file"]) for s in r["shadowed"][:3])
@@ -957,7 +966,9 @@ def render_text(report):
                                                   % plural(no["covered"], "skill"),
                                           "off": "off: every description is listed",
                                           "broken": "unknown",
-                                          "native": "the runner lists names only itself"}[no["state"]]
+                                          "native": "the runner lists names only itself",
+                                          "empty": "nothing to list: none of its own folders holds a skill"}[
+                                              no["state"]]
               + ("  (%s)" % _home(no["file"]) if no.get("file") else ""))
             if no.get("note"):
                 w("           %s" % no["note"])

@@ -12,7 +12,7 @@ import sys
 
 from retriever import locate, service, settings
 from retriever.service import write_out
-from retriever.cli import SUBCOMMANDS
+from retriever.cli import SUBCOMMANDS, VALUE_FLAGS as _VALUE_FLAGS, flag_like_hint
 
 # Subcommands the fast path hands to argparse: all but the two it parses.
 _SUBCOMMANDS_COLD = tuple(n for n in SUBCOMMANDS if n not in ("query", "hook"))
@@ -60,7 +60,6 @@ def parse_fast(argv):
     return opts
 
 
-_VALUE_FLAGS = ("--root", "--index", "-k", "--k", "--format", "--platform", "--runner")
 
 
 def _parse_args(args, opts, hook):
@@ -162,7 +161,7 @@ def mistyped(word, rest=()):
                 "roofs", "rooks", "rooms", "roost", "routs", "riots", "rooty", "rootfs", "rootsy",
                 "hooks", "book", "cook", "look", "took", "nook", "rook", "hood", "hoof", "hoot", "hoop",
                 "honk", "hock", "shook", "hooky", "hooke", "hoon",
-                "explains", "installs", "instill", "uninstalls", "doctors", "token", "tokes",
+                "explains", "installs", "instill", "uninstalls", "doctors", "token", "tokes", "completions",
                 "server", "serves", "served", "sever", "verve", "nerve", "serge", "serde", "servo", "kserve",
                 "swerve", "sere",
             } and not _takes(name, rest):
@@ -179,6 +178,8 @@ def _takes(name, rest):
         return False
     if name == "roots":
         return rest[0] in ("add", "remove", "list")
+    if name == "completion":
+        return rest[0] in ("bash", "zsh", "fish")
     if name in ("install", "uninstall"):
         from retriever.runners.registry import NAMES
         return rest[0] in NAMES
@@ -215,7 +216,7 @@ def main(argv=None):
     except Usage as exc:
         # The flags parsed here are the query's, which the top-level help
         # does not list.
-        warn("error: %s (see skill-retrieve query --help)" % exc)
+        warn("error: %s (%s)" % (exc, flag_like_hint(argv) or "see skill-retrieve query --help"))
         return 2
     if opts is None:
         locate.enable_site()
@@ -258,6 +259,7 @@ def main(argv=None):
     else:
         out = render.text_block(results)
     write_out(out)
+    service.tell_terminal(text, results, opts)
     service.maybe_revalidate(path)
     return 0
 

@@ -63,6 +63,10 @@ def run(args):
     if refused:  # as a query: a typo must not explain an empty library
         return refused
     text = query_text(args.words)
+    if not text.strip():
+        sys.stderr.write("skill-retrieve: error: the query is empty; nothing to explain "
+                         "(skill-retrieve explain WORDS...)\n")
+        return 2
     top_k, inject_k = settings.limits(args.k)
     idx, path = service.open_index({"roots": args.root, "index": args.index, "platform": args.platform})
     hdr = idx["header"]
@@ -202,7 +206,10 @@ def _decision(w, info, cands, printed, inject_k, on):
                        "cut: beyond the %d injected (-k or SKILL_RETRIEVAL_INJECT_K)" % inject_k if c.get("named")
                        else "not injected (the message names another skill)")
         elif i == 1:
-            verdict = "injected" if c["id"] in printed else "not injected"
+            verdict = "injected" if c["id"] in printed else \
+                "not injected (the gate gives %.2f < %.2f: no skill fits this turn)" % (info["gate"],
+                                                                                   info["gate_threshold"]) \
+                if not info["passed"] else "not injected"
         elif not info["passed"]:
             verdict = "not injected (the gate said no skill)"
         elif c["inject"] and c["id"] not in printed:

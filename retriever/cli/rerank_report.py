@@ -117,12 +117,16 @@ def format_report(s, source, bad=0):
 
 
 def add_arguments(parser):
-    """``rerank-report [LOG] [--rotated] [--json]``."""
+    """``rerank-report [LOG] [--rotated] [--format text|json]`` (``--json``:
+    the older spelling of ``--format json``, kept for scripts)."""
     parser.add_argument("log", nargs="?", metavar="LOG",
                         help="the A/B log (default $SKILL_RETRIEVAL_RERANK_LOG or "
                              "$HERMES_HOME/data/jev-trial/rerank_ab_log.jsonl)")
     parser.add_argument("--rotated", action="store_true", help="also read LOG.1, the rotated part")
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: the report; json: the figures as one JSON object")
+    parser.add_argument("--json", action="store_const", const="json", dest="format",
+                        help="the same as --format json")
 
 
 def run(args):
@@ -137,7 +141,7 @@ def run(args):
         return 1
     records, bad = read_log(paths)
     s = summarise(records)
-    if args.json:
+    if args.format == "json":
         from retriever import jsonlite
         s = dict(s, log=path, unreadable_lines=bad)
         sys.stdout.write(jsonlite.dumps(s) + "\n")

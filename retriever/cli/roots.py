@@ -82,8 +82,27 @@ def _change(args, out):
             # Most often the wrong folder (its parent, a clone's root).
             sys.stderr.write("skill-retrieve: warning: %s holds no SKILL.md yet (skills live at %s/<name>/SKILL.md)\n"
                              % (p, p))
+    _nested(new, sys.stderr)
     if len(new) < len(args.dirs):
         out.write("already there: %s\n" % ", ".join(
             d for d in args.dirs if os.path.abspath(os.path.expanduser(d)) not in new))
-    out.write("plain queries, hooks and the Hermes plugin now use them beside the default folders\n")
+    out.write("plain queries, hooks and the Hermes plugin now use them beside the default folders\n" if new
+              else "nothing added\n")
     return 0
+
+
+def _nested(new, err):
+    """Warn about each folder in ``new`` that lies inside, or holds,
+    another named folder: a skill is indexed once, under the first, so
+    doctor would list the inner one with 0 skills and no reason."""
+    others = userroots.remembered()
+    for p in new:
+        for q in others:
+            if q == p:
+                continue
+            if p.startswith(q.rstrip("/") + "/"):
+                err.write("skill-retrieve: warning: %s is inside %s, already named: its skills are found "
+                          "there (to drop it: skill-retrieve roots remove %s)\n" % (p, q, p))
+            elif q.startswith(p.rstrip("/") + "/"):
+                err.write("skill-retrieve: warning: %s holds %s, already named: its skills are found twice "
+                          "(to drop the inner one: skill-retrieve roots remove %s)\n" % (p, q, q))

@@ -165,10 +165,64 @@ def load_queries(path):
     return out
 
 
-def injections(idx, queries, top_k, inject_k):
+def injections(idx, queries, top_k, inject_k, load=None):
     """Characters injected per query: the retrieved block, as the hooks
-    and the Hermes plugin render it ("" when nothing is relevant)."""
-    return [len(render.text_block(query.search(idx, q, top_k)[:inject_k])) for q in queries]
+    and the Hermes plugin render it ("" when nothing is relevant);
+    ``load``: the runner's way to load a skill (its guidance line)."""
+    return [len(render.text_block(query.search(idx, q, top_k)[:inject_k], load)) for q in queries]
+
+
+def injection_summary(req, queries, load=None):
+    """``({"mean", "p95", "max", "empty"}, index path)``: the characters
+    injected per query over the index of ``req`` (``service.open_index``),
+    the one measurement behind every net saving."""
+    top_k, inject_k = settings.limits()
+    idx, path = service.open_index(dict(req, quiet=True))
+    inj = injections(idx, queries, top_k, inject_k, load)
+    mean = sum(inj) / len(inj) if inj else 0.0
+    return {"mean": round(mean, 1), "p95": percentile(inj, 95) or 0, "max": max(inj) if inj else 0,
+            "empty": sum(1 for n in inj if n == 0)}, path
+
+
+def net_saving(stock, names_only, injection_mean):
+    """What a turn saves, in characters: the stock listing, less the
+    names-only listing that replaces it and the mean injection that comes
+    with it.  Every table (Hermes' and each runner's) uses this one."""
+    return round(stock - names_only - injection_mean, 1)
+
+
+def sample_note(queries_given, inj, n):
+    """A line saying what the injection figures rest on, or None: the
+    built-in prompts are generic, and when nothing fits most of them the
+    mean says little about the user's library."""
+    if queries_given:
+        return None
+    if n and inj["empty"] * 2 > n:
+        return ("the %d built-in prompts do not fit these skills (nothing injected for %d of them), so the "
+                "injection figures say little; measure with your own prompts: --queries FILE"
+                % (n, inj["empty"]))
+    return "queries: %d generic developer prompts; --queries FILE measures with your own" % n
+
+
+def not_listed(recs, problems, counts):
+    """``[(what, why)]`` for every skill found that is not in Hermes'
+    stock listing: plugin skills and other OSes' (indexed, not listed),
+    and the ones not indexed at all (shadowed, unreadable, rejected,
+    disabled, hidden), so the counts add up to every SKILL.md found."""
+    out = []
+    for r in recs:
+        if r.get("source") == "hermes-plugin":
+            out.append((r["name"], "a Hermes plugin skill: Hermes lists none, skill_view(%s) loads it" % r["name"]))
+        elif not os_visible(r):
+            out.append((r["name"], "platforms: %s, not this OS" % ", ".join(map(str, r["vis"]["platforms"]))))
+    for md, why in problems:
+        if why.startswith(("duplicate name", "skipped:", "cannot read")):
+            out.append((md, why))
+    for key, why in (("disabled", "disabled in Hermes' config.yaml"), ("hidden", "hidden by the runner's rules")):
+        n = sum(c[key] for c in counts.values())
+        if n:
+            out.append((render.plural(n, "skill"), why))
+    return out
 
 
 # ---------------------------------------------------------------- report
@@ -178,7 +232,7 @@ def measure(roots=(), index=None, queries=None, platform=None):
     """Every figure as a dict (characters; tokens are derived on output)."""
     platform = platform or locate.env("HERMES_PLATFORM") or None
     scope = build.resolve(list(roots) or None, platform)
-    recs, problems, _ = skills.collect(scope["roots"], scope["disabled"])
+    recs, problems, counts = skills.collect(scope["roots"], scope["disabled"])
     # Hermes lists only the frontmatter description (no first-paragraph
     # fallback), never lists plugin skills and hides other OSes' skills.
     no_desc = {p for p, why in problems if why.startswith("missing description")}
@@ -188,17 +242,17 @@ def measure(roots=(), index=None, queries=None, platform=None):
     names = names_only_block(block)
     claude = claude_listing(recs)
     top_k, inject_k = settings.limits()
+    given = bool(queries)
     queries = list(queries or DEFAULT_QUERIES)
-    inj = []
-    index_path = None
+    inj, index_path = {"mean": 0.0, "p95": 0, "max": 0, "empty": len(queries)}, None
     if recs:
-        idx, index_path = service.open_index({"roots": list(roots), "index": index, "platform": platform,
-                                              "quiet": True})
-        inj = injections(idx, queries, top_k, inject_k)
-    mean = sum(inj) / len(inj) if inj else 0.0
+        inj, index_path = injection_summary({"roots": list(roots), "index": index, "platform": platform}, queries)
     return {
         "estimator": "chars/4",
         "skills": len(recs),
+        "found": sum(c["found"] for c in counts.values()),
+        "not_listed": not_listed(recs, problems, counts),
+        "sample": sample_note(given, inj, len(queries)),
         "roots": [r["path"] for r in scope["roots"]],
         "index": index_path,
         "top_k": top_k,
@@ -211,10 +265,8 @@ def measure(roots=(), index=None, queries=None, platform=None):
         # Every name the stock listing offers must survive (skill_view(name)).
         "names_listed": len(compact.block_names(block) or ()),
         "names_kept": len((compact.block_names(names) or set()) & (compact.block_names(block) or set())),
-        "injection_chars": {"mean": round(mean, 1), "p95": percentile(inj, 95) or 0,
-                            "max": max(inj) if inj else 0,
-                            "empty": sum(1 for n in inj if n == 0)},
-        "net_saving_chars": round(len(block) - (len(names) + mean), 1),
+        "injection_chars": inj,
+        "net_saving_chars": net_saving(len(block), len(names), inj["mean"]),
         "blocks": {"hermes": block, "names_only": names},
     }
 
@@ -254,7 +306,22 @@ def render_text(m):
         out.append("net saving: %s %s per turn, %.0f%% of the stock listing"
                    % (_fmt(estimate(m["net_saving_chars"])), EST,
                       100.0 * m["net_saving_chars"] / m["hermes_block_chars"]))
+    out += accounting(m)
     return "\n".join(out) + "\n"
+
+
+def accounting(m):
+    """The lines that say what the figures leave out: every skill found
+    and not listed, with why, and what the query sample is."""
+    out = []
+    if m["not_listed"]:
+        shown = ["%s (%s)" % (what, why) for what, why in m["not_listed"][:8]]
+        more = len(m["not_listed"]) - len(shown)
+        out.append("not in the stock listing, of %s found: %s%s"
+                   % (render.plural(m["found"], "skill"), "; ".join(shown), "; and %d more" % more if more else ""))
+    if m["sample"]:
+        out.append(m["sample"])
+    return out
 
 
 # ------------------------------------------------------------------- CLI
@@ -287,21 +354,34 @@ def run_runner(args):
                          % (", ".join(listing.RUNNERS), args.runner, did_you_mean(args.runner, listing.RUNNERS)))
         return 2
     c = listing.listing_cost(args.runner, window=args.window)
+    queries = args.queries_list or list(DEFAULT_QUERIES)
+    inj = {"mean": 0.0, "p95": 0, "max": 0, "empty": len(queries)}
+    if c["skills"]:
+        from retriever.runners import skillsets
+        from retriever.runners.registry import RUNNERS
+        req = {"runner": args.runner}
+        skillsets.scope_request(req)  # the folders the hook ranks from here
+        inj = injection_summary(req, queries, RUNNERS[args.runner].get("load"))[0]
+    saved = net_saving(c["stock"], c["names_only"], inj["mean"])
+    c.update(injection_chars=inj, net_saving_chars=saved, queries=len(queries),
+             sample=sample_note(bool(args.queries_list), inj, len(queries)))
     if args.format == "json":
         sys.stdout.write(json.dumps(c, indent=1) + "\n")
     elif c["skills"]:
-        saved = c["stock"] - c["names_only"]
         out = ["%s: %s%s" % (c["runner"], render.plural(c["skills"], "skill"),
                                     " (%d listed in full either way)" % c["in_full"] if c["in_full"] else ""), "",
                "| %s skill listing, every turn | %s | chars |" % (c["runner"], EST), "|---|---:|---:|"]
         for label, n in (("stock (descriptions%s)" % (", after its %s-char budget" % _fmt(c["budget"])
                                                       if c["budget"] else ""), c["stock"]),
                          ("names only (skill-retrieve install %s)" % c["runner"], c["names_only"]),
-                         ("saved per turn", saved)):
+                         ("mean injection per message (%d queries)" % len(queries), inj["mean"]),
+                         ("net saving per turn (stock - names only - mean injection)", saved)):
             out.append("| %s | %s | %s |" % (label, _fmt(estimate(n)), _fmt(n)))
         if c["budget"] and c["unbudgeted"] > c["stock"]:
             out += ["", "over budget: %s chars of descriptions do not fit, so %s drops or shortens some "
                     "(retrieval is how those skills get seen)" % (_fmt(c["unbudgeted"] - c["stock"]), c["runner"])]
+        if c["sample"]:
+            out += ["", c["sample"]]
         sys.stdout.write("\n".join(out) + "\n")
     if not c["skills"]:
         sys.stderr.write("skill-retrieve: %s reads no skills from here; nothing to measure\n" % args.runner)
@@ -312,8 +392,6 @@ def run_runner(args):
 def run(args):
     """``skill-retrieve tokens``; 0, 1 when there are no skills, 2 on a usage
     error (a --root that is no folder, a --queries file it cannot read)."""
-    if getattr(args, "runner", None):
-        return run_runner(args)
     from retriever import service
     refused = service.refuse_roots(args.root)
     if refused:  # as a query: "no skills found" would hide the typo
@@ -326,6 +404,9 @@ def run(args):
     if args.queries and not queries:
         sys.stderr.write("skill-retrieve: no queries in %s\n" % args.queries)
         return 1
+    if getattr(args, "runner", None):
+        args.queries_list = queries
+        return run_runner(args)
     m = measure(args.root, args.index, queries, args.platform)
     if args.format == "json":
         sys.stdout.write(json.dumps(m, indent=1) + "\n")

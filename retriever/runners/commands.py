@@ -26,7 +26,120 @@ def add_arguments(parser):
 
 
 def run(args):
-    """``install`` or ``uninstall`` (from ``args.command``); returns the exit code."""
+    """``install`` or ``uninstall`` (from ``args.command``); returns the exit
+    code.  An uninstall that leaves no runner installed stops the semantic
+    helper; ``uninstall --all [--purge]`` goes through every runner."""
+    command = getattr(args, "command", None) or "install"
+    if command == "uninstall":
+        if getattr(args, "all", False) == bool(args.runner):
+            sys.stderr.write("skill-retrieve: error: uninstall takes a RUNNER or --all (see skill-retrieve "
+                             "uninstall --help)\n")
+            return 2
+        if getattr(args, "purge", False) and not args.all:
+            sys.stderr.write("skill-retrieve: error: --purge goes with --all (see skill-retrieve uninstall --help)\n")
+            return 2
+        if args.all:
+            return uninstall_all(args)
+    code = run_one(args)
+    if command == "uninstall" and code == 0 and not args.dry_run:
+        stop_helper_if_unused(sys.stdout)
+    return code
+
+
+def uninstall_all(args):
+    """``uninstall --all [--purge]``: every runner's install (Hermes' only
+    without --project), then, with --purge and only when each uninstall
+    succeeded, what ``purge_list`` names.  The exit code: the first
+    failure's, else 0."""
+    import argparse
+    from retriever.runners.registry import NAMES
+    code = 0
+    for runner in NAMES:
+        if runner == "hermes" and args.project:
+            continue  # Hermes has no project install
+        one = argparse.Namespace(**dict(vars(args), runner=runner, all=False))
+        code = code or run_one(one)
+    if args.dry_run:
+        if args.purge:
+            sys.stdout.write("".join("would delete %s (%s)\n" % p for p in purge_list()))
+        return code
+    stop_helper_if_unused(sys.stdout)
+    if args.purge:
+        if code:
+            sys.stderr.write("skill-retrieve: not purging: an uninstall above failed, and its backup is "
+                             "kept in %s\n" % _state_dir())
+            return code
+        purge(sys.stdout)
+    return code
+
+
+def _state_dir():
+    from retriever import fileutil
+    return fileutil.state_dir()
+
+
+def installs_left():
+    """The runners that still have an install of ours: a recorded install
+    whose file is still there (``fileutil.note_installed``), or the Hermes
+    plugin in its place."""
+    import os
+    from retriever import fileutil, locate
+    from retriever.runners import hermes_install
+    left = set()
+    for path, recs in fileutil.load_record("installed.json").items():
+        if isinstance(recs, dict) and os.path.lexists(path):
+            left.update(recs)
+    if os.path.lexists(os.path.join(locate.hermes_home(), "plugins", hermes_install.PLUGIN_NAME)):
+        left.add("hermes")
+    return left
+
+
+def stop_helper_if_unused(out):
+    """Stop the semantic tier's warm helper when no runner is installed any
+    more: nothing would ask it again, and it holds about 200 MB until its
+    idle timeout.  A query starts it again when one is needed."""
+    if installs_left():
+        return
+    try:
+        from retriever.semantic import client
+        if client.stop_helper(timeout=2.0):
+            out.write("no runner has skill-retrieve installed now: stopped the semantic helper\n")
+    except Exception:  # best effort: the helper exits when idle anyway
+        pass
+
+
+def purge_list():
+    """``[(path, what)]`` that ``uninstall --all --purge`` deletes, the ones
+    that exist: the cache (indexes, vectors, log), the state folder
+    (backups, install records) and the roots file."""
+    import os
+    from retriever import fileutil, locate, userroots
+    found = [(locate.cache_dir(), "indexes, vectors and the log"),
+             (fileutil.state_dir(), "install backups and records"),
+             (userroots.path(), "the skill folders you named")]
+    return [(p, what) for p, what in found if os.path.lexists(p)]
+
+
+def purge(out):
+    """Delete what ``purge_list`` names, listing it first; the roots file's
+    folder goes too when nothing else is in it."""
+    import os
+    import shutil
+    for path, what in purge_list():
+        out.write("deleting %s (%s)\n" % (path, what))
+    for path, _ in purge_list():
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
+            try:
+                os.rmdir(os.path.dirname(path))
+            except OSError:
+                pass
+
+
+def run_one(args):
+    """``install`` or ``uninstall`` of ``args.runner``; the exit code."""
     command = getattr(args, "command", None) or "install"
     project = getattr(args, "project", None)
     if project:

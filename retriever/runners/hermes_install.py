@@ -421,7 +421,11 @@ def install(hermes_home, mode="link"):
             # and keeps this record).
             fileutil.note_created(dest, made)
         enabled = set_enabled(config, True)
-    return "%s; %s; restart Hermes to load it" % (placed, enabled)
+    # Hermes not installed yet: its home is ours to announce, not a quiet
+    # side effect (uninstall removes it again while nothing else is in it).
+    created = ("created %s (no Hermes home was there: is Hermes installed? HERMES_HOME names another); "
+               % hh) if hh in made else ""
+    return "%s%s; %s; restart Hermes to load it" % (created, placed, enabled)
 
 
 @_os_errors

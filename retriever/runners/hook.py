@@ -196,6 +196,8 @@ def _answer(runner, opts, text, payload):
            "wait": settings.get("SKILL_RETRIEVAL_HOOK_WAIT"), "label": "hook " + runner,
            "keep": keep, "session_id": sid}
     results, path = service.answer(text, req)
+    from retriever.render import unlisted
+    results = unlisted(results, req.get("searched"))
     memo = session_memory(runner, payload, sid, "+".join(req.get("tiers") or ()))
     if memo is None:
         return fitted(runner, results)[0], path

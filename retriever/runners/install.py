@@ -641,7 +641,9 @@ def _hermes(command, dry_run, out):
     from retriever import locate
     home = locate.hermes_home()
     if dry_run:
-        out.write("would %s the Hermes plugin in %s\n" % (command, home))
+        out.write("would %s the Hermes plugin in %s%s\n" % (
+            command, home, " (creating it: no Hermes home is there yet)"
+            if command == "install" and not os.path.isdir(home) else ""))
         return 0
     try:
         msg = (hermes_install.install if command == "install" else hermes_install.uninstall)(home)
@@ -660,8 +662,14 @@ def _hermes(command, dry_run, out):
 
 def add_arguments(parser):
     """Arguments shared by ``install`` and ``uninstall``."""
-    parser.add_argument("runner", choices=RUNNERS, metavar="RUNNER",
+    last = parser.prog.split()[-1]
+    parser.add_argument("runner", choices=RUNNERS, metavar="RUNNER", nargs="?" if last == "uninstall" else None,
                         help="one of: " + ", ".join(RUNNERS))
+    if last == "uninstall":
+        parser.add_argument("--all", action="store_true", help="uninstall from every runner")
+        parser.add_argument("--purge", action="store_true",
+                            help="with --all: then delete the index cache and log, the backups and records, "
+                                 "and the roots file, after listing them")
     parser.add_argument("--project", metavar="DIR",
                         help="use the project's settings file instead of the user's")
     parser.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")

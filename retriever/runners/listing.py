@@ -508,6 +508,11 @@ def _codex_install(project, out, dry_run):
     if _write(path, plan, out, dry_run) is None:
         out.write("codex: names-only already on in %s\n" % path)
         return 0
+    if "top" in rec["lines"]:
+        # A global setting beyond the switch itself: said, not only shown.
+        out.write("codex: install %s %s at the top of %s: Codex flags omit_skill_descriptions as under "
+                  "development and warns at every start without it (uninstall takes it out again)\n"
+                  % ("would also set" if dry_run else "also sets", QUIET_LINE, path))
     if dry_run:
         return 0
     rec0 = record_of("codex", path)
@@ -888,8 +893,9 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 
 
 def status(runner, cwd=None, project=None):
-    """For doctor: ``{"state": "on"|"off"|"user"|"broken", "file", "covered",
-    "full": [(name, reason)], "note"}``."""
+    """For doctor: ``{"state": "on"|"off"|"user"|"broken"|"empty", "file",
+    "covered", "full": [(name, reason)], "note"}`` ("empty": Claude Code has
+    no skill of its own for the switch to cover)."""
     from retriever.runners import install as inst
     path = cline_plugin_path(project) if runner == "cline" else target(runner, project)
     out = {"runner": runner, "file": path, "state": "off", "covered": 0, "full": [], "note": ""}
@@ -927,6 +933,11 @@ def status(runner, cwd=None, project=None):
                         for n in names if n not in ov and n in seen]
         if on:
             out["state"] = "on" if record_of(runner, path) else "user"
+        elif not names:
+            # No skill of its own to list (the user's skills sit in a folder
+            # named with `roots add`, which Claude Code does not read):
+            # nothing is listed in full, and install has nothing to set.
+            out["state"] = "empty"
         if out["state"] != "off" and not _has_sync(data, runner) and missing:
             out["note"] = "no session-start sync hook: new skills keep their descriptions"
         return out

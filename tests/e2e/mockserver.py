@@ -276,6 +276,9 @@ def _models_reply(model: str):
 # request that offers TOOL is answered with a call to it (in that request's
 # dialect); every other request gets the reply text.  The runner runs the
 # tool and sends its result in the next request, where a test finds it.
+# ``args`` may be a function of the request body giving the arguments, or
+# None while that request does not hold what they are made from (a path
+# the injected block gave): the call then waits for a later request.
 
 
 def offered_tools(body: dict) -> list:
@@ -596,6 +599,11 @@ class MockLLM:
             if (call is None or route not in ("chat", "anthropic", "responses", "gemini")
                     or call["name"] not in offered_tools(body)):
                 return None
+            if callable(call.get("args")):
+                args = call["args"](body)
+                if args is None:
+                    return None
+                call = dict(call, args=args)
             self.tool_call = None
             return call
 
