@@ -270,13 +270,18 @@ def retrieve(state, text, session_id="", platform="", history=None):
     # optional LLM rerank sees only those too.
     req = {"keep": lambda r: visibility.visible(r, view), "session_id": session_id or None, "quiet": True,
            "semantic": state.get("semantic"), "_path": state["path"]}
-    results, _ = service.answer(text, req, idx=idx)
+    memo = None
     if session_id:
-        # Kept in memory: this process lives as long as Hermes does.
+        # Kept in memory: this process lives as long as Hermes does.  The
+        # earlier prompts' terms rank a short or referring turn.
         from retriever import session
         with state["mu"]:  # gateway turns run in several threads
-            memo = session.begin(session_id, "hermes", history=history, store=state["memory"],
-                                 ranking="+".join(req.get("tiers") or ()))
+            memo = session.begin(session_id, "hermes", history=history, store=state["memory"])
+            session.contextualize(req, memo)
+    results, _ = service.answer(text, req, idx=idx)
+    if memo is not None:
+        with state["mu"]:
+            memo["ranking"] = "+".join(req.get("tiers") or ())
             results = session.filter(memo, results, text)
             session.record(memo, results)
     return results

@@ -207,13 +207,16 @@ def answer_in_session(runner, text, req, memo, idx=None):
     injects remembered.  The hook's path, and the session eval's
     (eval/sessions.py), so both measure the same thing."""
     from retriever import service
+    if memo is not None:
+        # The earlier prompts' terms rank a short or referring turn.
+        from retriever import session as memory
+        memory.contextualize(req, memo)
     results, path = service.answer(text, req, idx=idx)
     if memo is None:
         out, n = fitted(runner, results)
         return out, results[:n], path
     # What the session already holds is taken out after the decision,
-    # and what this turn injects is remembered for the next ones.
-    from retriever import session as memory
+    # and what this turn injects (and its terms) remembered for the next.
     memo["ranking"] = "+".join(req.get("tiers") or ())
     results = memory.filter(memo, results, text)
     out, n = fitted(runner, results)
