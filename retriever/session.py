@@ -58,8 +58,9 @@ from retriever import jsonlite, locate
 # is offered again in case the context was compacted or the topic moved on.
 RECENT_TURNS = 4
 # The context a turn is ranked in: the terms of the session's last
-# CONTEXT_PROMPTS prompts (``query.CONTEXT_TERMS`` each), the last one at
-# full weight and each older one CONTEXT_DECAY times less.
+# CONTEXT_PROMPTS prompts that were given a skill (``query.CONTEXT_TERMS``
+# each), the one just before this turn at full weight and CONTEXT_DECAY
+# times less for each prompt since.
 CONTEXT_PROMPTS = 3
 CONTEXT_DECAY = 0.6
 # A skill the session was just given, ranked in the turn's first few at
@@ -132,9 +133,10 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
 def contextualize(req, memo):
     """Give the answer request ``req`` this session's context (the
     ``context`` key ``query.parse`` reads): the terms of its last
-    CONTEXT_PROMPTS prompts, ``{term: weight}``, the newest at 1.  The
-    ranking fills in its ``first`` skill and the message's ``own`` terms,
-    which ``filter`` and ``record`` read.  ``memo`` None: nothing."""
+    CONTEXT_PROMPTS prompts that were given a skill, ``{term: weight}``
+    (CONTEXT_DECAY per prompt since).  The ranking fills in its first
+    ``ranked`` skills and the message's ``own`` terms, which ``filter``
+    and ``record`` read.  ``memo`` None: nothing."""
     if memo is None:
         return
     entry = memo["entry"]
@@ -214,10 +216,12 @@ def record(memo, injected):
         entry["g"] = given[-MAX_GIVEN:]
         entry["t"] = memo["now"]
         own = (memo["context"] or {}).get("own")
-        if own:
+        if own and injected:
+            # A prompt that was given a skill sets the session's topic; chat
+            # does not, and a turn that injects nothing writes nothing.
             entry["p"] = (entry["p"] + [[n, own]])[-CONTEXT_PROMPTS:]
         sessions = memo["sessions"]
-        if not injected and not memo["changed"] and not own:
+        if not injected and not memo["changed"]:
             return  # nothing to count down, nothing new: no write
         sessions.pop(memo["key"], None)
         sessions[memo["key"]] = entry  # most recently used last

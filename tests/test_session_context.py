@@ -104,13 +104,15 @@ def test_the_context_ranks_but_never_counts_as_the_messages_own_evidence(tmp_pat
 
 
 def test_the_context_kept_per_session_is_bounded(tmp_path):
+    # The prompts that were given a skill set the topic; at most
+    # CONTEXT_PROMPTS of them are kept, the older ones weigh less.
     store = {}
     for n in range(10):
         memo = session.begin("s", "claude-code", store=store)
         req = {}
         session.contextualize(req, memo)
         req["context"]["own"] = ["term%d" % n]
-        session.record(memo, [])
+        session.record(memo, [{"id": "s/x%d" % n, "name": "x%d" % n, "path": "/p", "score": 1.0}])
     entry = next(iter(store["sessions"].values()))
     assert [p[1] for p in entry["p"]] == [["term7"], ["term8"], ["term9"]]
     memo = session.begin("s", "claude-code", store=store)
@@ -118,3 +120,15 @@ def test_the_context_kept_per_session_is_bounded(tmp_path):
     session.contextualize(req, memo)
     assert req["context"]["prior"] == {"term9": 1.0, "term8": session.CONTEXT_DECAY,
                                        "term7": session.CONTEXT_DECAY ** 2}
+
+
+def test_a_turn_given_nothing_leaves_no_context(tmp_path):
+    # Chat does not set the session's topic, and a silent turn with nothing
+    # to count down writes no state file.
+    path = tmp_path / "sessions.json"
+    memo = session.begin("s", "claude-code", path=str(path))
+    req = {}
+    session.contextualize(req, memo)
+    req["context"]["own"] = ["thanks"]
+    session.record(memo, [])
+    assert not path.exists()
