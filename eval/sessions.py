@@ -58,6 +58,24 @@ def by_session(rows):
     return [(sid, sorted(turns, key=lambda r: r["turn"])) for sid, turns in out.items()]
 
 
+def fresh_followups(rows, window=WINDOW):
+    """Ids of the follow-up task turns that need a fresh injection: none
+    of their relevant skills was injected in the ``window`` turns before
+    by an oracle that injects every relevant skill not injected in the
+    ``window`` turns before it (the set's validator lists the same)."""
+    out = set()
+    for _, turns in by_session(rows):
+        last = {}
+        for r in turns:
+            t, rel = r["turn"], r.get("relevant") or ()
+            if rel and not any(x in last and t - last[x] <= window for x in rel) and r["kind"] == "followup-task":
+                out.add(r["id"])
+            for x in rel:
+                if x not in last or t - last[x] > window:
+                    last[x] = t
+    return out
+
+
 def _ids(results):
     return [run_eval._skill_id(r["path"]) for r in results]
 
@@ -118,12 +136,17 @@ def summarize(records):
 
 
 def report(records):
-    """``[(row name, figures)]``: all turns, each kind of task turn, then
-    per language (English first), then the non-English languages pooled."""
+    """``[(row name, figures)]``: all turns, each kind of task turn and the
+    follow-ups that need a fresh injection (``fresh_followups``), each kind
+    of no-skill turn, then per language (English first), then the
+    non-English languages pooled."""
     langs = sorted({r["lang"] for r in records}, key=lambda l: (l != "en", l))
     rows = [("all", summarize(records))]
-    rows += [("kind " + k, summarize([r for r in records if r["kind"] == k]))
-             for k in TASK_KINDS]
+    rows += [("kind " + k, summarize([r for r in records if r["kind"] == k])) for k in TASK_KINDS]
+    fresh = fresh_followups(records)
+    rows.append(("follow-ups needing a fresh injection", summarize([r for r in records if r["id"] in fresh])))
+    rest = sorted({r["kind"] for r in records} - set(TASK_KINDS))
+    rows += [("kind " + k, summarize([r for r in records if r["kind"] == k])) for k in rest]
     rows += [(l, summarize([r for r in records if r["lang"] == l])) for l in langs]
     rows.append(("non-English", summarize([r for r in records if r["lang"] != "en"])))
     return rows
