@@ -178,6 +178,18 @@ def mixed_index(cache, provider=None, corpora=None):
     return run_eval.with_vectors(provider, idx) if provider is not None else idx
 
 
+def setup(args):
+    """``(rows, cache folder)`` for a command line with ``--sessions`` and
+    ``--cache``: the turns (exits with one line when there are none) and
+    the folder for the built index (a new temp folder by default)."""
+    rows = run_eval.load_jsonl(args.sessions)
+    if not rows:
+        raise SystemExit("%s: no turns (missing or empty; see --sessions)" % args.sessions)
+    cache = args.cache or tempfile.mkdtemp(prefix="skill-sessions-")
+    os.makedirs(cache, exist_ok=True)
+    return rows, cache
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", default=SESSIONS)
@@ -185,11 +197,7 @@ def main(argv=None):
     ap.add_argument("--no-semantic", action="store_true", help="BM25 alone")
     ap.add_argument("--json", metavar="FILE", help="also write the per-turn records here")
     args = ap.parse_args(argv)
-    rows = run_eval.load_jsonl(args.sessions)
-    if not rows:
-        raise SystemExit("%s: no turns (missing or empty; see --sessions)" % args.sessions)
-    cache = args.cache or tempfile.mkdtemp(prefix="skill-sessions-")
-    os.makedirs(cache, exist_ok=True)
+    rows, cache = setup(args)
     tables, records = {}, {}
     provider = run_eval.semantic_provider(args)
     for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):

@@ -13,10 +13,16 @@ per prompt; this module only takes out what the session already holds.
   in the runner's transcript (Claude Code, Codex and Gemini CLI name one in
   the hook payload) or in the conversation Hermes passes its hooks.
 
+It also gives a turn its session's context: the terms of the last prompts
+that were given a skill rank a short or referring turn (``contextualize``,
+read by ``query.parse``), and a turn that ``continues`` what the session is
+doing gets nothing new.
+
 Use::
 
-    memo = session.begin(session_id, runner, transcript=path, history=msgs,
-                         ranking="+".join(tiers))
+    memo = session.begin(session_id, runner, transcript=path, history=msgs)
+    session.contextualize(req, memo)          # before service.answer(text, req)
+    memo["ranking"] = "+".join(req["tiers"])  # after it
     results = session.filter(memo, results, text)
     session.record(memo, injected)
 
