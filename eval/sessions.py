@@ -97,7 +97,7 @@ def replay_sessions(idx, rows, provider=None, window=WINDOW, hit_k=3):
             memo = session.begin("eval-" + sid, RUNNER, store=store)
             req = {"quiet": True, "semantic": provider, "_path": idx.get("_path")}
             plain = dict(req, decide=False)
-            if hasattr(session, "contextualize"):
+            if hasattr(session, "contextualize"):  # absent before issue 37: its BEFORE figures
                 session.contextualize(plain, memo)
             ranked, _ = hook.answer_in_session(RUNNER, row["query"], plain, None, idx=idx)[1:]
             _, injected, _ = hook.answer_in_session(RUNNER, row["query"], req, memo, idx=idx)
