@@ -8,6 +8,8 @@ the same interpreter) and every variant:
 
   shipped   bin/skill-retrieve --index FILE QUERY (the packed mmap format)
   hook      bin/skill-retrieve hook claude-code --index FILE, JSON on stdin
+  hook-deep the same hook, the fifth prompt of a session with a 512 KiB
+            transcript and a full session state (``deep_session``)
   pickle    plain dict index {term: [(doc, weight)]} + docs, pickle, -I -S
   orjson    the same dict with orjson (needs site-packages: -I, site on)
   rebuild   parse every SKILL.md, build, query (300 and 3,741 only)
@@ -187,6 +189,67 @@ def hook_payload(q):
                        "hook_event_name": "UserPromptSubmit", "prompt": q}).encode("utf-8")
 
 
+DEEP_SESSION = "bench-deep-session"
+DEEP_TRANSCRIPT_BYTES = 512 * 1024
+
+
+def deep_session(cache, env):
+    """``(payload(q), pre())`` for a prompt deep in a session: the fifth
+    prompt of session DEEP_SESSION, whose Claude Code transcript is
+    DEEP_TRANSCRIPT_BYTES of JSONL (tool calls, a loaded skill), with a
+    full state file (session.MAX_SESSIONS sessions, each with injections,
+    loaded skills and three prompts' context terms).  ``pre``, run untimed
+    before each run, puts that state file back, so every run is the same
+    fifth prompt and not the next one."""
+    from retriever import session
+    folder = os.path.join(cache, "deep-session")
+    os.makedirs(folder, exist_ok=True)
+    transcript = os.path.join(folder, "transcript.jsonl")
+    lines, size, n = [], 0, 0
+    while size < DEEP_TRANSCRIPT_BYTES:
+        n += 1
+        if n % 40 == 0:
+            rec = {"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "name": "Skill", "input": {"skill": "loaded-skill-%d" % n}}]}}
+        else:
+            rec = {"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": "step %d: ran the tests, 3 failed in test_orders.py; " % n + "x" * 300}]}}
+        line = json.dumps(rec) + "\n"
+        lines.append(line)
+        size += len(line)
+    with open(transcript, "w") as f:
+        f.write("".join(lines))
+    now = time.time()
+    terms = ["kubernetes", "certificate", "rotate", "tls", "cluster", "kubeconfig", "expire", "renew",
+             "secret", "ingress", "cert", "manager"]
+    sessions = {}
+    for i in range(session.MAX_SESSIONS):
+        sid = DEEP_SESSION if i == session.MAX_SESSIONS - 1 else "other-%d" % i
+        given = [[k, "skills/skill-%d-%d" % (i, k), 3.5, "bm25+semantic"] for k in range(1, 5)]
+        sessions[session._key("claude-code", sid, None)] = {
+            "t": now, "n": 4, "g": given, "l": ["loaded-skill-%d" % k for k in range(8)], "x": None,
+            "p": [[k, terms] for k in range(2, 5)]}
+    state = os.path.join(folder, "sessions.json")
+    session.save(state, sessions)
+    with open(state, "rb") as f:
+        data = f.read()
+    target = os.path.join(env["XDG_CACHE_HOME"], "skill-retrieval", "sessions.json")
+
+    def pre():
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+        tmp = target + ".bench"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, target)
+
+    def payload(q):
+        return json.dumps({"session_id": DEEP_SESSION, "transcript_path": transcript, "cwd": REPO,
+                           "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+                           "prompt": q}).encode("utf-8")
+    return payload, pre
+
+
 def hook_argv(index_path, roots, prog=None):
     """The Claude Code hook command (``prog``: how it is started, default
     bin/skill-retrieve through its sh preamble).  The roots are named so
@@ -202,6 +265,7 @@ def variants_for(size, roots, index_path, pkl, oj, env):
     """The measured variants of one size, floor first."""
     dq = os.path.join(HERE, "dict_query.py")
     rq = os.path.join(HERE, "rebuild_query.py")
+    deep, deep_pre = deep_session(os.path.dirname(index_path), env)
     vs = [
         {"name": "floor", "label": "floor: python -I -S -c pass",
          "make": lambda q: ([PY, "-I", "-S", "-c", "pass"], None, env)},
@@ -215,6 +279,8 @@ def variants_for(size, roots, index_path, pkl, oj, env):
         # a checkout runs bin/skill-retrieve, pip/pipx/uv the package's
         # __main__.py (the same file a site-packages install holds).  The
         # console script pip writes is what they would run without it.
+        {"name": "hook-deep", "label": "hook, 5th prompt of a session (512 KiB transcript)",
+         "make": lambda q: (hook_argv(index_path, roots), deep(q), env), "pre": deep_pre},
         {"name": "hook-checkout", "label": "hook as a checkout installs it (-I -S bin)",
          "make": lambda q: (hook_argv(index_path, roots, [PY, "-I", "-S", BIN]), hook_payload(q), env)},
         {"name": "hook-pip", "label": "hook as pip/pipx/uv install it (__main__)",

@@ -12,7 +12,9 @@ Settings:
 
 Rows: seed-style, shipped (BM25) and, when the semantic extra is installed,
 shipped + semantic (fused in process); query sets: the external rows, the
-project's CJK queries and eval/multilingual_queries.jsonl (zh/ja/ko/es/de/fr).
+project's CJK queries and eval/multilingual_queries.jsonl (zh/ja/ko/es/de/fr);
+then what is injected at the defaults, and the session development set
+replayed through the hook (eval/sessions.py).
 """
 
 import argparse
@@ -208,8 +210,12 @@ def run(args):
     report["decision"] = {"bm25": decision_rows(rows, cache, None)}
     if provider is not None:
         report["decision"]["semantic"] = decision_rows(rows, cache, provider)
+    report["sessions"] = session_rows(cache, provider)
     print_table(report)
     print_decision(report["decision"])
+    print("\nSessions replayed through the hook (../shared/eval/sessions; eval/sessions.py):")
+    import sessions
+    sessions.print_rows(report["sessions"])
     out = args.report
     prev = None
     if os.path.exists(out):
@@ -342,6 +348,19 @@ def decision_rows(rows, cache, provider):
     cal = [dict(r, _task=bool(r["relevant"])) for r in load_jsonl(CALIBRATION)]
     if cal:
         out["calibration (in sample)"] = decision_metrics(cal, lambda r: mixed, provider, by_id)
+    return out
+
+
+def session_rows(cache, provider):
+    """The session development set's rows (``eval/sessions.py``), BM25
+    alone and, with ``provider``, tier on: ``{tier: [(row, figures)]}``."""
+    import sessions
+    rows = load_jsonl(sessions.SESSIONS)
+    if not rows:
+        return {}
+    out = {}
+    for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
+        out[tier] = sessions.report(sessions.replay_sessions(sessions.mixed_index(cache, p), rows, p))
     return out
 
 

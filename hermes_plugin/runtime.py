@@ -270,18 +270,24 @@ def retrieve(state, text, session_id="", platform="", history=None):
     # optional LLM rerank sees only those too.
     req = {"keep": lambda r: visibility.visible(r, view), "session_id": session_id or None, "quiet": True,
            "semantic": state.get("semantic"), "_path": state["path"]}
+    memo = None
+    if session_id:
+        # Kept in memory: this process lives as long as Hermes does.  The
+        # earlier prompts' terms rank a short or referring turn.
+        from retriever import session
+        with state["mu"]:  # gateway turns run in several threads
+            memo = session.begin(session_id, "hermes", store=state["memory"])
+            session.contextualize(req, memo)
     results, _ = service.answer(text, req, idx=idx)
     from retriever import render
     results = render.unlisted(results, req.get("searched"))
-    if session_id:
-        # Kept in memory: this process lives as long as Hermes does.
-        from retriever import session
-        # The conversation is read before the lock: its cost is this
+    if memo is not None:
+        # The conversation is read outside the lock: its cost is this
         # turn's alone, never a wait for another session's turn.
         loads = session.history_loads(history) if results else []
-        with state["mu"]:  # gateway turns run in several threads
-            memo = session.begin(session_id, "hermes", store=state["memory"], loads=loads,
-                                 ranking="+".join(req.get("tiers") or ()))
+        with state["mu"]:
+            memo["ranking"] = "+".join(req.get("tiers") or ())
+            memo["loads"] = loads
             results = session.filter(memo, results, text)
             session.record(memo, results)
     return results

@@ -82,20 +82,77 @@ def prose(text):
     return _split(clean_query(text))[0]
 
 
-def parse(idx, text):
+# The session's context (``session.contextualize``): the earlier prompts'
+# terms are a second query, weighted CONTEXT_WEIGHT * CONTEXT_HALF /
+# (CONTEXT_HALF + words) for a message of ``words`` words of its own, so a
+# short or referring turn ("would a sensor work here?") is ranked within
+# its session's topic, and a long new request on its own words.
+CONTEXT_WEIGHT = 0.6
+CONTEXT_HALF = 8.0
+# Terms a prompt leaves to the next ones: its rarest known terms.
+CONTEXT_TERMS = 12
+# The first candidates a ranking in context reports (``context["ranked"]``)
+# for ``session.filter`` to see whether a turn continues the session's work.
+CONTINUES_WITHIN = 3
+
+
+def parse(idx, text, context=None):
     """The message as plain data, parsed once for the ranking and the
     decision: its ``terms`` and their ``weights``, the BM25 scores
     (``acc``) and postings (``found``) of ``score``, how many terms count
     for coverage (``n_scored``), its shape (``words`` of its own
     ``prose``, ``pasted``) and the share of its terms the library knows
-    (``known``)."""
+    (``known``).
+
+    ``context`` (a dict from ``session.contextualize``, or None): its
+    ``prior`` (``{term: weight}``, the session's earlier prompts) adds to
+    ``acc`` only, so it moves the ranking, never the decision's evidence
+    (``found``, ``n_scored``, ``known`` are the message's own); the
+    message's rarest known terms go to its ``own``, for the next prompts."""
     text = clean_query(text)
     weights = {}
     terms, (words, pasted, prose) = _terms(idx, text, weights)
     acc, found = score(idx, terms, weights) if terms else ({}, {})
     n = n_scored(terms, found)
+    if context is not None:
+        _with_context(idx, context, acc, found, words)
     return {"text": text, "terms": terms, "weights": weights, "acc": acc, "found": found, "n_scored": n,
             "words": words, "pasted": pasted, "prose": prose, "known": len(found) / n if n else 0.0}
+
+
+def _with_context(idx, context, acc, found, words):
+    # Adds the context's scores to acc (in place); leaves the message's
+    # own rarest known terms in context["own"].
+    idf = idx["idf"]
+    own = [t for t, (i, _) in found.items() if _carried(t)]
+    own.sort(key=lambda t: -idf[found[t][0]])
+    context["own"] = own[:CONTEXT_TERMS]
+    context["words"] = words
+    prior = context.get("prior")
+    if not prior:
+        return
+    extra = {t: w for t, w in prior.items() if t not in found}
+    if not extra:
+        return
+    more, _ = score(idx, list(extra), extra)
+    if not more:
+        return
+    # Relative to the message's own best score: the context reorders what
+    # the message leaves open, and cannot outweigh a request with words
+    # of its own (a topic switch is ranked on them).
+    top_own = max(acc.values()) if acc else 0.0
+    scale = CONTEXT_WEIGHT * CONTEXT_HALF / (CONTEXT_HALF + words) / max(more.values())
+    if top_own > 0.0:
+        scale *= top_own
+    get = acc.get
+    for d, w in more.items():
+        acc[d] = get(d, 0.0) + w * scale
+
+
+def _carried(term):
+    """A term worth carrying to the next prompts: not a number or a
+    single character (they match anything, anywhere)."""
+    return len(term) > 1 and not term.isdigit()
 
 
 def score(idx, terms, term_weights=None):
@@ -223,7 +280,7 @@ def named(idx, q, cands, keep=None):
     return out
 
 
-def search(idx, text, k, keep=None, decide=True, explain=None):
+def search(idx, text, k, keep=None, decide=True, explain=None, context=None):
     """Rank skills for ``text`` with BM25 and return what to inject: a
     list of result dicts (id, name, path, score, description, vis), best
     first, at most ``k``; often one or two, and [] when nothing fits
@@ -232,12 +289,15 @@ def search(idx, text, k, keep=None, decide=True, explain=None):
     ``keep`` (a predicate on result dicts) limits the ranking to what the
     caller can show: it applies before the top-``k`` cut and the
     decision.  ``decide=False`` returns the plain ranking, top ``k``.
-    ``explain``, a dict, receives the decision's numbers."""
-    q = parse(idx, text)
+    ``explain``, a dict, receives the decision's numbers.  ``context``:
+    the session's, as in ``parse``; it receives the ranking's first ``ranked`` (id, score) pairs."""
+    q = parse(idx, text, context)
     if not q["terms"]:
         return []
     from retriever import decide as dc
     cands = [{"n": n, "score": s, "result": r} for n, s, r in ranked(idx, q["acc"], k, keep) if s > 0.0]
+    if context is not None:
+        context["ranked"] = [(c["result"]["id"], c["score"]) for c in cands[:CONTINUES_WITHIN]]
     if not decide:
         return dc.plain(cands, k, None, explain)
     return dc.choose(idx, q, cands, k, None, explain, named(idx, q, cands, keep))

@@ -25,6 +25,11 @@ A request is a plain dict; every key is optional:
   keep         predicate on result dicts: what the caller can show
   rerank       force the LLM rerank (else SKILL_RETRIEVAL_RERANK decides)
   session_id   for the rerank's A/B log
+  decide       False: the plain ranking, as SKILL_RETRIEVAL_DECIDE=off
+               (the session eval's Hit@k)
+  context      the session's context (``session.contextualize``): it
+               moves the ranking of a short turn, and receives the
+               ranking's ``first`` and the message's ``own`` terms
 
 Work that outlives the answer (a first build under a hook's deadline, the
 freshness check) runs in a detached child: ``background`` holds that, and
@@ -364,13 +369,13 @@ def rank(idx, path, text, k, req, keep, provider):
     answered go to ``req["tiers"]``."""
     if provider == "client" and not settings.get("SKILL_RETRIEVAL_SEMANTIC"):
         provider = None
-    decide = settings.get("SKILL_RETRIEVAL_DECIDE")
+    decide = req.get("decide", True) and settings.get("SKILL_RETRIEVAL_DECIDE")
     if provider is None:
         from retriever import query
         req["tiers"] = ["bm25"]
-        return query.search(idx, text, k, keep=keep, decide=decide)
+        return query.search(idx, text, k, keep=keep, decide=decide, context=req.get("context"))
     from retriever import semantic
-    return semantic.rank(idx, path, text, k, req, keep, provider, decide)
+    return semantic.rank(idx, path, text, k, req, keep, provider, decide, req.get("context"))
 
 
 def tell_terminal(text, results, req):

@@ -13,10 +13,16 @@ per prompt; this module only takes out what the session already holds.
   in the runner's transcript (Claude Code, Codex and Gemini CLI name one in
   the hook payload) or in the conversation Hermes passes its hooks.
 
+It also gives a turn its session's context: the terms of the last prompts
+that were given a skill rank a short or referring turn (``contextualize``,
+read by ``query.parse``), and a turn that ``continues`` what the session is
+doing gets nothing new.
+
 Use::
 
-    memo = session.begin(session_id, runner, transcript=path, history=msgs,
-                         ranking="+".join(tiers))
+    memo = session.begin(session_id, runner, transcript=path, history=msgs)
+    session.contextualize(req, memo)          # before service.answer(text, req)
+    memo["ranking"] = "+".join(req["tiers"])  # after it
     results = session.filter(memo, results, text)
     session.record(memo, injected)
 
@@ -57,6 +63,17 @@ from retriever import jsonlite, locate
 # tables too", "shorter", "thanks"), and after that a still-relevant skill
 # is offered again in case the context was compacted or the topic moved on.
 RECENT_TURNS = 4
+# The context a turn is ranked in: the terms of the session's last
+# CONTEXT_PROMPTS prompts that were given a skill (``query.CONTEXT_TERMS``
+# each), the one just before this turn at full weight and CONTEXT_DECAY
+# times less for each prompt since.
+CONTEXT_PROMPTS = 3
+CONTEXT_DECAY = 0.6
+# A skill the session was just given, ranked in the turn's first few at
+# this share of the first's score or more, says the turn continues the
+# session's work (``continues``).
+CONTINUES = 0.5
+SHORT_WORDS = 12
 STRONGER = 2.0          # a score this many times the injected one asks again
 EXPIRE_S = 86400.0      # a session is forgotten a day after its last prompt
 MAX_SESSIONS = 100      # sessions kept; the least recently used go first
@@ -119,13 +136,13 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
     key = _key(runner, session_id, agent_id)
     entry = _clean(sessions.get(key))
     if entry is None:
-        entry = {"t": now, "n": 0, "g": [], "l": [], "x": None}  # stored by ``record``, if it saves
+        entry = {"t": now, "n": 0, "g": [], "l": [], "x": None, "p": []}  # stored by ``record``, if it saves
     else:
         sessions[key] = entry  # the checked copy, in place of what was read
     entry["n"] += 1
     return {"key": key, "entry": entry, "sessions": sessions, "path": path, "writable": writable,
             "now": now, "ranking": ranking or "", "transcript": transcript if isinstance(transcript, str) else None,
-            "history": history if isinstance(history, list) else None, "seen": False,
+            "history": history if isinstance(history, list) else None, "seen": False, "context": None,
             "loads": [x for x in loads if isinstance(x, str)] if isinstance(loads, list) else [],
             # Whether this turn changes what the session holds: a turn that
             # injects nothing, finds no new load and has nothing injected in
@@ -133,19 +150,43 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
             "changed": any(entry["n"] - g[0] <= RECENT_TURNS for g in entry["g"])}
 
 
+def contextualize(req, memo):
+    """Give the answer request ``req`` this session's context (the
+    ``context`` key ``query.parse`` reads): the terms of its last
+    CONTEXT_PROMPTS prompts that were given a skill, ``{term: weight}``
+    (CONTEXT_DECAY per prompt since).  The ranking fills in its first
+    ``ranked`` skills and the message's ``own`` terms, which ``filter``
+    and ``record`` read.  ``memo`` None: nothing."""
+    if memo is None:
+        return
+    entry = memo["entry"]
+    prior = {}
+    for turn, terms in entry["p"]:
+        w = CONTEXT_DECAY ** (entry["n"] - turn - 1)
+        for t in terms:
+            if prior.get(t, 0.0) < w:
+                prior[t] = w
+    memo["context"] = req["context"] = {"prior": prior}
+
+
 def filter(memo, results, text=""):
     """``results`` (ranked result dicts, in order) without the skills this
     session already holds: injected in the last RECENT_TURNS turns (unless
-    ``asks_for``) or loaded by the agent.  ``memo`` None: ``results``."""
-    if memo is None or not results:
+    ``asks_for``) or loaded by the agent; nothing at all when the turn
+    ``continues`` what the session is doing.  ``memo`` None: ``results``."""
+    if memo is None:
         return results
     entry = memo["entry"]
-    _see_loaded(memo)
-    loaded = set(entry["l"])
     recent = {}
     for turn, rid, score, ranking in entry["g"]:
         if entry["n"] - turn <= RECENT_TURNS:
             recent[rid] = score if ranking == memo["ranking"] else 0.0
+    if recent and continues(memo, recent, results, text):
+        return []
+    if not results:
+        return results
+    _see_loaded(memo)
+    loaded = set(entry["l"])
     if not loaded and not recent:
         return results
     text = text if isinstance(text, str) else ""
@@ -157,6 +198,29 @@ def filter(memo, results, text=""):
             continue
         out.append(r)
     return out
+
+
+def continues(memo, recent, results, text):
+    """True when this turn continues what the session is doing: among the
+    first candidates of its ranking in context (``contextualize``) is a
+    skill injected in the last RECENT_TURNS turns (``recent``: id to its
+    score then), scoring at least CONTINUES times the first (the first
+    itself, for a turn of SHORT_WORDS words or more), and the turn does
+    not ask for it again (``asks_for``).  Such a turn ("give me 5
+    subject lines for email 1" after an email task) gets nothing new: not
+    a near skill of the same topic, and a task the session already has is
+    in the model's context."""
+    context = memo["context"] or {}
+    ranked = context.get("ranked")
+    if not ranked or ranked[0][1] <= 0.0:
+        return False
+    floor = CONTINUES * ranked[0][1]
+    # A longer message says what it wants in its own words: only its first
+    # place tells whether it stays on the session's work.
+    for rid, score in ranked if context.get("words", 0) < SHORT_WORDS else ranked[:1]:
+        if rid in recent and score >= floor:
+            return not any(r["id"] == rid and asks_for(r, text, recent[rid]) for r in results)
+    return False
 
 
 def record(memo, injected):
@@ -171,6 +235,11 @@ def record(memo, injected):
         given += [[n, r["id"], r.get("score") or 0.0, memo["ranking"]] for r in injected]
         entry["g"] = given[-MAX_GIVEN:]
         entry["t"] = memo["now"]
+        own = (memo["context"] or {}).get("own")
+        if own and injected:
+            # A prompt that was given a skill sets the session's topic; chat
+            # does not, and a turn that injects nothing writes nothing.
+            entry["p"] = (entry["p"] + [[n, own]])[-CONTEXT_PROMPTS:]
         sessions = memo["sessions"]
         if not injected and not memo["changed"]:
             return  # nothing to count down, nothing new: no write
@@ -358,7 +427,11 @@ def _clean(e):
          and _number(x[2]) and isinstance(x[3], str)]
     l = [x for x in loaded[-MAX_LOADED:] if isinstance(x, str)]
     x = tx if isinstance(tx, list) and len(tx) == 3 and all(isinstance(v, int) for v in tx) else None
-    return {"t": float(t), "n": n, "g": g, "l": l, "x": x}
+    p = e.get("p")
+    p = [[y[0], [w for w in y[1][:64] if isinstance(w, str)]] for y in p[-CONTEXT_PROMPTS:]
+         if isinstance(y, list) and len(y) == 2 and isinstance(y[0], int) and y[0] <= n
+         and isinstance(y[1], list)] if isinstance(p, list) else []
+    return {"t": float(t), "n": n, "g": g, "l": l, "x": x, "p": p}
 
 
 def _number(v):

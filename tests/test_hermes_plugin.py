@@ -471,6 +471,19 @@ def test_a_session_is_not_given_again_what_it_was_given_or_loaded(hermes_home):
     assert not (Path(os.environ["XDG_CACHE_HOME"]) / "skill-retrieval" / "sessions.json").exists()
 
 
+def test_the_plugin_keeps_a_sessions_context_as_the_hook_does(hermes_home):
+    # Every prompt passes through the plugin too: a turn given a skill
+    # leaves its terms, which rank the session's next turns.
+    ctx, state = start()
+    hook = ctx.hook()
+    assert injected(hook(**turn_kwargs("extract the text of my scanned pdf with ocr", session_id="a")))[0] == "pdf-ocr"
+    entry, = state["memory"]["sessions"].values()
+    assert entry["p"] and {"pdf", "ocr"} & set(entry["p"][-1][1])
+    hook(**turn_kwargs("thanks!", session_id="a"))
+    entry, = state["memory"]["sessions"].values()
+    assert len(entry["p"]) == 1  # chat sets no topic
+
+
 def test_top_k_and_inject_k_are_honoured(hermes_home, monkeypatch):
     ctx, _ = start()
     query = "rotate kubernetes certificates, extract scanned pdf text, meeting transcript action items"

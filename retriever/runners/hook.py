@@ -195,19 +195,35 @@ def _answer(runner, opts, text, payload):
            "only_hermes": runner == "hermes" and not roots,
            "wait": settings.get("SKILL_RETRIEVAL_HOOK_WAIT"), "label": "hook " + runner,
            "keep": keep, "session_id": sid}
-    results, path = service.answer(text, req)
+    out, _, path = answer_in_session(runner, text, req, session_memory(runner, payload, sid))
+    return out, path
+
+
+def answer_in_session(runner, text, req, memo, idx=None):
+    """``(output, injected results, index path or None)`` for one prompt
+    of a session: ``service.answer`` for ``req`` (on ``idx`` when given),
+    then, with a session memory ``memo`` (``session_memory``; None: no
+    session), what the session already holds taken out and what this turn
+    injects remembered.  The hook's path, and the session eval's
+    (eval/sessions.py), so both measure the same thing."""
+    from retriever import service
+    if memo is not None:
+        # The earlier prompts' terms rank a short or referring turn.
+        from retriever import session as memory
+        memory.contextualize(req, memo)
+    results, path = service.answer(text, req, idx=idx)
     from retriever.render import unlisted
     results = unlisted(results, req.get("searched"))
-    memo = session_memory(runner, payload, sid, "+".join(req.get("tiers") or ()))
     if memo is None:
-        return fitted(runner, results)[0], path
+        out, n = fitted(runner, results)
+        return out, results[:n], path
     # What the session already holds is taken out after the decision,
-    # and what this turn injects is remembered for the next ones.
-    from retriever import session as memory
+    # and what this turn injects (and its terms) remembered for the next.
+    memo["ranking"] = "+".join(req.get("tiers") or ())
     results = memory.filter(memo, results, text)
     out, n = fitted(runner, results)
     memory.record(memo, results[:n])
-    return out, path
+    return out, results[:n], path
 
 
 # -------------------------------------------------------------------- run

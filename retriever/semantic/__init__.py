@@ -80,7 +80,7 @@ def encoder_text(text):
     return (prose or pasted)[:2000]
 
 
-def search(idx, index_path, text, k, provider, keep=None, decide=True, explain=None):
+def search(idx, index_path, text, k, provider, keep=None, decide=True, explain=None, context=None):
     """Rank skills for ``text`` and decide what to inject; returns
     ``(results, tiers)``.
 
@@ -91,22 +91,23 @@ def search(idx, index_path, text, k, provider, keep=None, decide=True, explain=N
     in another language, which shares no words with an English skill, is
     not silenced when the encoder finds a close skill.  ``keep`` limits
     the ranking to what the caller can show; ``decide=False`` returns the
-    plain ranking; ``explain``, a dict, receives the decision's numbers."""
+    plain ranking; ``explain``, a dict, receives the decision's numbers;
+    ``context``: the session's (``query.parse``)."""
     from retriever import query
     session = provider.begin(index_path, idx, encoder_text(text)) if provider is not None else None
     if session is not None:
-        out = fused_search(idx, text, k, session, keep, decide, explain)
+        out = fused_search(idx, text, k, session, keep, decide, explain, context)
         if out is not None:
             return out, FUSED
-    return query.search(idx, text, k, keep=keep, decide=decide, explain=explain), BM25
+    return query.search(idx, text, k, keep=keep, decide=decide, explain=explain, context=context), BM25
 
 
-def fused_search(idx, text, k, session, keep=None, decide=True, explain=None):
+def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, context=None):
     """The fused ranking and the decision over it, or None when the
-    session gives no cosines."""
+    session gives no cosines.  ``context`` as in ``query.search``."""
     from retriever import decide as dc, query, store
     from retriever.semantic import fuse
-    q = query.parse(idx, text)
+    q = query.parse(idx, text, context)
     acc = q["acc"]
     bm_top = query.top(acc, fuse.BM25_POOL)
     cos = session(encoder_text(text), [d for d, _ in bm_top])
@@ -129,6 +130,8 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None):
             cands.append({"n": d, "score": f, "cos": c, "result": r})
             if len(cands) >= k:
                 break
+    if context is not None:
+        context["ranked"] = [(c["result"]["id"], c["score"]) for c in cands[:query.CONTINUES_WITHIN]]
     if explain is not None:
         explain.update(alpha=alpha, coverage_bm25_best=cover_best)
     if not decide:
@@ -152,19 +155,20 @@ def early(index_path, text):
     return p
 
 
-def rank(idx, index_path, text, k, req=None, keep=None, provider="client", decide=True):
+def rank(idx, index_path, text, k, req=None, keep=None, provider="client", decide=True, context=None):
     """The one call the answer paths make: ``search`` with the provider
     this process should use: ``"client"`` (the default) asks the warm
     helper when the tier is on and installed, None is BM25 only, an object
     is used as it is (the Hermes plugin's in-process one).  The tiers that
     answered go to ``req["tiers"]`` for ``--format json``; ``decide``
-    (SKILL_RETRIEVAL_DECIDE, read by the caller) as in ``search``."""
+    (SKILL_RETRIEVAL_DECIDE, read by the caller) and ``context`` as in
+    ``search``."""
     if provider == "client":
         provider = None
         if enabled():
             from retriever.semantic import client
             provider = client.Provider()
-    results, tiers = search(idx, index_path, text, k, provider, keep=keep, decide=decide)
+    results, tiers = search(idx, index_path, text, k, provider, keep=keep, decide=decide, context=context)
     if req is not None:
         req["tiers"] = list(tiers)
     return results

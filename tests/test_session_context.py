@@ -1,0 +1,134 @@
+"""Follow-ups read in their session (issue 37): short sessions replayed
+through the real Claude Code hook, one session id each, on a skill tree in
+tmp_path, at the defaults (the calibrated decision, BM25 alone).
+
+- a follow-up that names no tool is ranked within its session's topic: the
+  session's skill is in context, and no near skill is added;
+- a topic switch gets the new skill at once;
+- task-adjacent chat ("give me 5 subject line options for email 1" after
+  an email task) injects nothing new.
+"""
+
+import json
+
+import pytest
+
+from retriever import query, session
+from skillret_helpers import make_skill
+
+SESSION = "5e1d0c7a-37aa-4f0b-9d1e-0c3b7a2f9e11"
+
+
+@pytest.fixture
+def skills(tmp_path):
+    """Pairs of skills that share a follow-up's words: only the session's
+    topic says which one a short turn is about."""
+    root = tmp_path / "skills"
+    for name, desc in [
+        ("airflow-dags", "Write Apache Airflow DAGs that load files from S3 into Postgres: operators, "
+                         "sensors, schedules, retries and backfills of data pipelines."),
+        ("home-sensors", "Read temperature and motion sensors at home and schedule smart home automations "
+                         "instead of fixed timers."),
+        ("email-sequence", "Write onboarding and nurture email sequences for trial users: timing, "
+                           "goals and copy of each email."),
+        ("cold-outreach", "Write cold sales outreach emails: subject line options, openers and follow-ups."),
+        ("docker-slim", "Shrink Docker images of a service with multi-stage builds, smaller base images "
+                        "and a .dockerignore."),
+    ]:
+        make_skill(root, name, {"name": name, "description": desc})
+    return root
+
+
+@pytest.fixture
+def hook(cli, skills, tmp_path):
+    """``hook(prompt, session=SESSION)``: the skill names the Claude Code
+    hook injects (None: it printed nothing)."""
+    def run(prompt, session=SESSION):
+        p = {"session_id": session, "transcript_path": str(tmp_path / "none.jsonl"), "cwd": str(tmp_path),
+             "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+        proc = cli("hook", "claude-code", "--root", skills, input=json.dumps(p),
+                   env={"SKILL_RETRIEVAL_DECIDE": None})
+        assert (proc.returncode, proc.stderr) == (0, ""), proc
+        if not proc.stdout:
+            return None
+        block = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+        return [line.split("**")[1] for line in block.splitlines() if line.startswith("- **")]
+    return run
+
+
+AIRFLOW = ("need an airflow dag for the partner order drops: files land in s3 between 2 and 6am, "
+           "load each one into postgres")
+SENSOR = "would a sensor work here instead of just a fixed schedule?"
+EMAILS = "write the onboarding email sequence for our 14-day trial users, five emails"
+
+
+def test_a_follow_up_that_names_no_tool_gets_the_sessions_skill_in_context(hook):
+    assert hook(AIRFLOW) == ["airflow-dags"]
+    # Alone, its words are home automation's ...
+    assert hook(SENSOR, session="alone") == ["home-sensors"]
+    # ... in its session, the DAG's: airflow-dags, injected a turn ago, is
+    # still in context, and no skill of another topic is added.
+    assert hook(SENSOR) is None
+
+
+def test_a_topic_switch_gets_the_new_skill_at_once(hook):
+    assert hook(AIRFLOW) == ["airflow-dags"]
+    assert hook("ok thanks") is None
+    assert hook("different thing: the payments worker docker image is 2gb, shrink it with a multi-stage "
+                "build") == ["docker-slim"]
+
+
+def test_task_adjacent_chat_injects_nothing_new(hook):
+    assert hook(EMAILS) == ["email-sequence"]
+    chat = "give me 5 subject line options for email 1"
+    assert hook(chat, session="alone") == ["cold-outreach"]  # what it gets without its session
+    assert hook(chat) is None
+
+
+def test_the_context_ranks_but_never_counts_as_the_messages_own_evidence(tmp_path):
+    # The earlier prompts' terms add to the scores only: coverage, the
+    # known share and the terms the decision sees are the message's own.
+    from retriever import build, store
+    root = tmp_path / "skills"
+    make_skill(root, "airflow-dags", {"name": "airflow-dags", "description": "Airflow DAGs, sensors, schedules"})
+    make_skill(root, "home-sensors", {"name": "home-sensors", "description": "Home sensors and schedules"})
+    scope = build.resolve([str(root)])
+    build.build(scope, str(tmp_path / "i.skr"), "default")
+    idx = store.load(str(tmp_path / "i.skr"))
+    alone = query.parse(idx, "a sensor instead of a schedule?")
+    ctx = {"prior": {"airflow": 1.0, "dag": 1.0}}
+    within = query.parse(idx, "a sensor instead of a schedule?", ctx)
+    assert (within["terms"], within["found"], within["known"]) == (alone["terms"], alone["found"], alone["known"])
+    assert within["acc"] != alone["acc"]
+    assert set(ctx["own"]) <= set(alone["found"])
+
+
+def test_the_context_kept_per_session_is_bounded(tmp_path):
+    # The prompts that were given a skill set the topic; at most
+    # CONTEXT_PROMPTS of them are kept, the older ones weigh less.
+    store = {}
+    for n in range(10):
+        memo = session.begin("s", "claude-code", store=store)
+        req = {}
+        session.contextualize(req, memo)
+        req["context"]["own"] = ["term%d" % n]
+        session.record(memo, [{"id": "s/x%d" % n, "name": "x%d" % n, "path": "/p", "score": 1.0}])
+    entry = next(iter(store["sessions"].values()))
+    assert [p[1] for p in entry["p"]] == [["term7"], ["term8"], ["term9"]]
+    memo = session.begin("s", "claude-code", store=store)
+    req = {}
+    session.contextualize(req, memo)
+    assert req["context"]["prior"] == {"term9": 1.0, "term8": session.CONTEXT_DECAY,
+                                       "term7": session.CONTEXT_DECAY ** 2}
+
+
+def test_a_turn_given_nothing_leaves_no_context(tmp_path):
+    # Chat does not set the session's topic, and a silent turn with nothing
+    # to count down writes no state file.
+    path = tmp_path / "sessions.json"
+    memo = session.begin("s", "claude-code", path=str(path))
+    req = {}
+    session.contextualize(req, memo)
+    req["context"]["own"] = ["thanks"]
+    session.record(memo, [])
+    assert not path.exists()
