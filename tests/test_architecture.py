@@ -39,6 +39,8 @@ SEMANTIC_CLIENT_MODULES = {"retriever.semantic", "retriever.semantic.client", "r
 HOOK_MODULES = QUERY_MODULES | {
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
     "retriever.jsonlite", "_json",
+    # The usage record's one appended line (retriever.usage).
+    "retriever.usage",
 }
 
 

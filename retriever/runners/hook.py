@@ -165,8 +165,11 @@ def session_memory(runner, payload, sid, ranking=""):
 # ----------------------------------------------------------------- answer
 
 
-def _answer(runner, opts, text, payload):
-    """``(output, index path or None)`` for a parsed payload."""
+def _answer(runner, opts, text, payload, note=None):
+    """``(output, index path or None)`` for a parsed payload.  ``note``
+    (a dict) receives what the usage record keeps: the skills injected,
+    the tiers, the analyzer and the skills the agent loaded."""
+    note = {} if note is None else note
     from retriever import service, settings
     roots = list(opts.get("roots") or ())
     # An explicit --index answers from that index (its header names its
@@ -198,16 +201,36 @@ def _answer(runner, opts, text, payload):
     results, path = service.answer(text, req)
     from retriever.render import unlisted
     results = unlisted(results, req.get("searched"))
-    memo = session_memory(runner, payload, sid, "+".join(req.get("tiers") or ()))
+    note.update(tier="+".join(req.get("tiers") or ()), analyzer=req.get("_analyzer"), sid=sid)
+    memo = session_memory(runner, payload, sid, note["tier"])
     if memo is None:
-        return fitted(runner, results)[0], path
+        out, n = fitted(runner, results)
+        note["injected"] = results[:n]
+        return out, path
     # What the session already holds is taken out after the decision,
     # and what this turn injects is remembered for the next ones.
-    from retriever import session as memory
+    from retriever import session as memory, usage
+    held = set(memo["entry"]["l"])
     results = memory.filter(memo, results, text)
     out, n = fitted(runner, results)
+    note["injected"], note["loaded"] = results[:n], usage.loads_since(memo, held)
     memory.record(memo, results[:n])
     return out, path
+
+
+def _record(runner, text, note):
+    # The usage record's line for this prompt (retriever.usage), written
+    # after the answer: recording never delays or fails a prompt.
+    from retriever import usage
+    terms = None
+    learn = usage.learning()
+    if learn and note.get("analyzer"):
+        from retriever.analyze import analyze
+        from retriever.query import MAX_QUERY_TERMS, prose
+        terms = list(dict.fromkeys(analyze(prose(text), note["analyzer"])))[:MAX_QUERY_TERMS]
+    usage.append(usage.line(runner, usage.session_key(runner, note.get("sid")),
+                            usage.injected_names(note.get("injected") or ()), note.get("tier"),
+                            note.get("loaded"), text if learn else None, terms))
 
 
 # -------------------------------------------------------------------- run
@@ -233,7 +256,7 @@ def run(runner, opts=None):
     import io
     real_stderr = sys.stderr
     sys.stderr = captured = io.StringIO()  # warnings must not reach the runner
-    out, path, error = empty_output(runner), None, None
+    out, path, error, text, note = empty_output(runner), None, None, None, None
     try:
         if opts.get("error"):
             raise ValueError(opts["error"])
@@ -250,15 +273,21 @@ def run(runner, opts=None):
         text = prompt_of(runner, payload)
         if not text.strip():
             raise ValueError("empty prompt")
-        out, path = _answer(runner, opts, text, payload)
+        note = {}
+        out, path = _answer(runner, opts, text, payload, note)
     except BaseException as exc:  # fail open: nothing escapes a hook
-        out = empty_output(runner)
+        out, note = empty_output(runner), None
         error = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
     try:
         write_out(out)
     except BaseException as exc:  # a closed pipe: the runner gave up on us
         locate.log("hook %s: cannot write output: %s: %s" % (runner, type(exc).__name__, exc))
         path = None
+    if note is not None:
+        try:
+            _record(runner, text, note)
+        except BaseException as exc:
+            locate.log("hook %s: usage record: %s: %s" % (runner, type(exc).__name__, exc))
     if path:
         # Still captured: the freshness check reads settings too, and a
         # bad value's warning belongs in the log, not on the runner's stderr.
