@@ -1,6 +1,6 @@
 """The record of use: what each prompt got, and what the agent then loaded.
 
-Every prompt a hook answers appends one line to ``usage.log`` in the cache
+Every prompt of a session that a hook answers appends one line to ``usage.log`` in the cache
 folder (mode 0600), a JSON array:
 
     [1, time, runner, session, injected, tier, loaded, prompt, terms]

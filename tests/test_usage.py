@@ -184,3 +184,18 @@ def test_last_and_stats_are_still_query_words(cli, skills):
     assert proc.returncode == 0 and "git-bisect" in proc.stdout
     proc = cli("list", "the", "pdf", "merge", "skills", "--root", skills)
     assert proc.returncode == 0 and "pdf-merge" in proc.stdout
+
+
+def test_a_prompt_without_a_session_is_not_recorded(hook, cli_env):
+    """doctor's probe names no session: it must not count as a prompt."""
+    assert "pdf-merge" in hook("merge these pdf files", session=None)
+    assert not record_of(cli_env).exists()
+
+
+def test_doctor_gives_one_line_of_stats(hook, cli, tmp_path):
+    t = Transcript(tmp_path / "t.jsonl")
+    hook("merge these pdf files", "s1", t.path)
+    t.load("pdf-merge")
+    hook("thanks", "s1", t.path)
+    out = cli("doctor", "--no-probe").stdout
+    assert "claude-code 2 prompts, 1 of 1 offered skills loaded, 0 loaded unoffered" in out

@@ -283,7 +283,9 @@ def run(runner, opts=None):
     except BaseException as exc:  # a closed pipe: the runner gave up on us
         locate.log("hook %s: cannot write output: %s: %s" % (runner, type(exc).__name__, exc))
         path = None
-    if note is not None:
+    # Only a session's prompts are recorded: a payload without one is
+    # doctor's probe or a hand-run test, not a user's prompt.
+    if note is not None and note.get("sid"):
         try:
             _record(runner, text, note)
         except BaseException as exc:
