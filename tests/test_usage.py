@@ -199,3 +199,25 @@ def test_doctor_gives_one_line_of_stats(hook, cli, tmp_path):
     hook("thanks", "s1", t.path)
     out = cli("doctor", "--no-probe").stdout
     assert "claude-code 2 prompts, 1 of 1 offered skills loaded, 0 loaded unoffered" in out
+
+
+def test_tokens_measures_on_the_users_own_recent_prompts(hook, cli, skills):
+    """Issue 41, item 3: the generic prompts did not fit the user's
+    library; the record's own prompts do."""
+    mine = ["merge these pdf files", "merge the two scanned pdf files", "rotate the kubernetes tls certificates",
+            "git bisect the commit that broke the test", "thanks", "merge the invoices into one pdf"]
+    for n, text in enumerate(mine):
+        hook(text, "s%d" % n)
+    proc = cli("tokens", "--root", skills, "--format", "json")
+    assert proc.returncode == 0, proc
+    m = json.loads(proc.stdout)
+    assert (m["queries"], m["queries_from"]) == (6, "recent")
+    assert m["sample"] == "queries: your 6 most recent prompts, from the usage record (skill-retrieve last)"
+    assert m["injection_chars"]["empty"] == 1  # only "thanks"
+    # Learning off: no prompt kept, so the sample is generic again, and says so.
+    cli("stats", "--forget")
+    for n, text in enumerate(mine):
+        hook(text, "t%d" % n, env={"SKILL_RETRIEVAL_LEARN": "off"})
+    m = json.loads(cli("tokens", "--root", skills, "--format", "json").stdout)
+    assert (m["queries"], m["queries_from"]) == (20, "generic")
+    assert "built-in prompts" in m["sample"] or m["sample"].startswith("the sample is generic")
