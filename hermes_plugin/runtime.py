@@ -278,12 +278,18 @@ def retrieve(state, text, session_id="", platform="", history=None):
         from retriever import session
         # The conversation is read before the lock: its cost is this
         # turn's alone, never a wait for another session's turn.
-        loads = session.history_loads(history) if results else []
+        # Read on every turn, silent ones too: the usage record counts loads.
+        loads = session.history_loads(history)
+        from retriever import usage
         with state["mu"]:  # gateway turns run in several threads
             memo = session.begin(session_id, "hermes", store=state["memory"], loads=loads,
                                  ranking="+".join(req.get("tiers") or ()))
+            held = set(memo["entry"]["l"])
             results = session.filter(memo, results, text)
+            loaded = usage.loads_since(memo, held, isinstance(history, list))
             session.record(memo, results)
+        usage.note("hermes", session_id, text, results, "+".join(req.get("tiers") or ()), loaded,
+                   req.get("_analyzer"))
     return results
 
 

@@ -272,12 +272,13 @@ def forget(where=None):
     return True
 
 
-def loads_since(memo, held):
+def loads_since(memo, held, shows=None):
     """The skills the agent loaded since the session's last look
     (``retriever.session`` memo ``memo``; ``held``: the set of what it
     held before this prompt), read on every prompt, silent ones too;
-    None when the runner passed no transcript or history to read."""
-    if not (memo["transcript"] or memo["history"] or memo["loads"]):
+    None when the runner passed no transcript or history to read
+    (``shows``: whether it did, when the caller read the history)."""
+    if not (memo["transcript"] or memo["history"] if shows is None else shows):
         return None
     from retriever import session
     was = memo["entry"]["x"]
@@ -289,3 +290,21 @@ def loads_since(memo, held):
     if was and now and was[:2] == now[:2] and now[2] - was[2] > SAVE_READ or not was and now:
         memo["changed"] = True
     return loaded_names([x for x in memo["entry"]["l"] if x not in held])
+
+
+def note(runner, session_id, text, injected, tier, loaded, analyzer=None):
+    """Record one prompt of session ``session_id``: ``injected`` (result
+    dicts), ``tier``, ``loaded`` (``loads_since``); the prompt ``text``
+    and its terms under ``analyzer`` (the index's) only while learning
+    is on.  Never raises."""
+    try:
+        terms, learn = None, learning()
+        if learn and analyzer:
+            # Loaded already: the answer analysed the same text.
+            from retriever.analyze import analyze
+            from retriever.query import MAX_QUERY_TERMS, prose
+            terms = list(dict.fromkeys(analyze(prose(text), analyzer)))[:MAX_QUERY_TERMS]
+        append(line(runner, session_key(runner, session_id), injected_names(injected), tier, loaded,
+                    text if learn else None, terms))
+    except Exception as exc:
+        locate.log("usage record: not written (%s: %s)" % (type(exc).__name__, exc))

@@ -16,6 +16,7 @@ import pytest
 
 from retriever import usage
 from skillret_helpers import make_skill
+from test_hermes_plugin import hermes_home  # noqa: F401  (the fixture)
 
 
 @pytest.fixture
@@ -221,3 +222,20 @@ def test_tokens_measures_on_the_users_own_recent_prompts(hook, cli, skills):
     m = json.loads(cli("tokens", "--root", skills, "--format", "json").stdout)
     assert (m["queries"], m["queries_from"]) == (20, "generic")
     assert "built-in prompts" in m["sample"] or m["sample"].startswith("the sample is generic")
+
+
+def test_the_hermes_plugin_records_its_turns_and_the_loads_in_the_conversation(hermes_home):
+    from test_hermes_plugin import injected, start, turn_kwargs
+    ctx, _ = start()
+    hook = ctx.hook()
+    pdf = "extract the text of my scanned pdf with ocr"
+    assert injected(hook(**turn_kwargs(pdf, session_id="a")))[0] == "pdf-ocr"
+    history = [{"role": "user", "content": pdf},
+               {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                   "name": "skill_view", "arguments": '{"name": "pdf-ocr"}'}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "# pdf-ocr ..."},
+               {"role": "user", "content": "thanks"}]
+    hook(**turn_kwargs("thanks", session_id="a", conversation_history=history))
+    from retriever.cli import usage_stats
+    r = usage_stats.summarize(usage.read()[0])["hermes"]
+    assert (r["prompts"], r["offered"], r["followed"], r["loaded_unoffered"]) == (2, 1, 1, 0)

@@ -218,21 +218,6 @@ def _answer(runner, opts, text, payload, note=None):
     return out, path
 
 
-def _record(runner, text, note):
-    # The usage record's line for this prompt (retriever.usage), written
-    # after the answer: recording never delays or fails a prompt.
-    from retriever import usage
-    terms = None
-    learn = usage.learning()
-    if learn and note.get("analyzer"):
-        from retriever.analyze import analyze
-        from retriever.query import MAX_QUERY_TERMS, prose
-        terms = list(dict.fromkeys(analyze(prose(text), note["analyzer"])))[:MAX_QUERY_TERMS]
-    usage.append(usage.line(runner, usage.session_key(runner, note.get("sid")),
-                            usage.injected_names(note.get("injected") or ()), note.get("tier"),
-                            note.get("loaded"), text if learn else None, terms))
-
-
 # -------------------------------------------------------------------- run
 
 
@@ -286,10 +271,10 @@ def run(runner, opts=None):
     # Only a session's prompts are recorded: a payload without one is
     # doctor's probe or a hand-run test, not a user's prompt.
     if note is not None and note.get("sid"):
-        try:
-            _record(runner, text, note)
-        except BaseException as exc:
-            locate.log("hook %s: usage record: %s: %s" % (runner, type(exc).__name__, exc))
+        # After the answer is out: recording never delays or fails a prompt.
+        from retriever import usage
+        usage.note(runner, note["sid"], text, note.get("injected") or (), note.get("tier"), note.get("loaded"),
+                   note.get("analyzer"))
     if path:
         # Still captured: the freshness check reads settings too, and a
         # bad value's warning belongs in the log, not on the runner's stderr.
