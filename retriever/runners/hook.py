@@ -267,7 +267,7 @@ def run(runner, opts=None):
         write_out(out)
     except BaseException as exc:  # a closed pipe: the runner gave up on us
         locate.log("hook %s: cannot write output: %s: %s" % (runner, type(exc).__name__, exc))
-        path = None
+        path = note = None  # nothing reached the runner: no prompt to record
     # Only a session's prompts are recorded: a payload without one is
     # doctor's probe or a hand-run test, not a user's prompt.
     if note is not None and note.get("sid"):
