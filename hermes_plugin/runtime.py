@@ -282,14 +282,20 @@ def retrieve(state, text, session_id="", platform="", history=None):
     from retriever import render
     results = render.unlisted(results, req.get("searched"))
     if memo is not None:
-        # The conversation is read outside the lock: its cost is this
-        # turn's alone, never a wait for another session's turn.
-        loads = session.history_loads(history) if results else []
+        # The conversation is read outside the lock (its cost is this
+        # turn's alone, never a wait for another session's turn), and on
+        # every turn, silent ones too: the usage record counts loads.
+        loads = session.history_loads(history)
+        from retriever import usage
         with state["mu"]:
             memo["ranking"] = "+".join(req.get("tiers") or ())
             memo["loads"] = loads
+            held = set(memo["entry"]["l"])
             results = session.filter(memo, results, text)
+            loaded = usage.loads_since(memo, held, isinstance(history, list))
             session.record(memo, results)
+        usage.note("hermes", session_id, text, results, "+".join(req.get("tiers") or ()), loaded,
+                   req.get("_analyzer"))
     return results
 
 

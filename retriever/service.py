@@ -339,6 +339,7 @@ def answer(text, req, idx=None):
     # The folders searched, with their sources: a hook marks the skills
     # its runner cannot load by name (render.unlisted).
     req["searched"], req["_n_docs"] = idx["header"]["roots"], idx["header"]["n_docs"]
+    req["_analyzer"] = idx["header"]["params"]["analyzer"]  # the usage record keeps terms so analysed
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
     # absent: the warm helper).  req["tiers"] says which answered.

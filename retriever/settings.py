@@ -60,6 +60,9 @@ TABLE = {
     "SKILL_RETRIEVAL_SEMANTIC_SOCKET": (
         "path", "", None, None, "$XDG_RUNTIME_DIR/skill-retrieval/semantic.sock",
         "the warm helper's Unix socket; its question FIFO `semantic.ask` and the reply FIFOs sit in the same folder (default: the runtime folder, else the cache folder)"),
+    "SKILL_RETRIEVAL_LEARN": (
+        "flag", True, None, None, "on",
+        "keep each prompt's analysed terms and shortened text in the usage record (docs/usage.md), for learning; off keeps counts only"),
     "SKILL_RETRIEVAL_RERANK": (
         "choice", "", ("jev",), None, "off",
         "jev turns on the optional LLM rerank (jev is the reranking model, its one mode): each query's shortlist goes to a remote LLM service to be reordered; unset is off"),

@@ -146,7 +146,8 @@ def test_a_hook_imports_exactly_what_answering_needs(tmp_path):
 def test_a_hook_with_a_session_adds_only_the_session_memory(tmp_path):
     """Claude Code, Codex and Gemini name a session and a transcript: the
     memory (retriever.session, served from the bundle) reads one small
-    state file and the transcript's tail with modules already loaded."""
+    state file and the transcript's tail with modules already loaded, and
+    the usage record (retriever.usage) appends one line."""
     from skillret_helpers import base_env
     env = base_env(tmp_path)
     root = _tree(tmp_path)
@@ -161,7 +162,8 @@ def test_a_hook_with_a_session_adds_only_the_session_memory(tmp_path):
     os.makedirs(os.path.join(env["XDG_CACHE_HOME"], "skill-retrieval"), mode=0o700, exist_ok=True)
     mods, out = _imported(["hook", "claude-code", "--root", str(root), "--index", str(index)], env, stdin)
     assert b"pdf-merge" in out
-    assert mods == HOOK_MODULES | {"retriever.session"}
+    # The usage record's one appended line: retriever.usage.
+    assert mods == HOOK_MODULES | {"retriever.session", "retriever.usage"}
 
 
 def test_a_build_finds_pyyaml_without_running_this_packages_editable_install_hook(tmp_path):

@@ -356,7 +356,7 @@ def test_uninstall_all_purge_lists_what_it_deletes_then_deletes_it(cli, tmp_path
     proc = cli("uninstall", "--all", "--purge")
     assert proc.returncode == 0, proc
     listed = [l for l in proc.stdout.splitlines() if l.startswith("deleting ")]
-    assert listed == ["deleting %s (indexes, vectors and the log)" % cache,
+    assert listed == ["deleting %s (indexes, vectors, the log and the usage record)" % cache,
                       "deleting %s (install backups and records)" % state,
                       "deleting %s (the skill folders you named)" % roots], proc.stdout
     assert not cache.exists() and not state.exists() and not roots.parent.exists()

@@ -23,8 +23,35 @@ SUBCOMMANDS = {
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),
     "serve": ("retriever.semantic.helper", "run the semantic tier's warm helper (--stop, --status)"),
+    "stats": ("retriever.cli.usage_stats", "how often injected skills were loaded, per runner (the local "
+              "usage record; --forget deletes it)"),
+    "last": ("retriever.cli.last", "what the last prompts got: time, runner, prompt, skills injected, tier"),
     "completion": ("retriever.cli.completion", "print a shell completion script (bash, zsh or fish)"),
 }
+
+
+# Subcommands named by everyday words: one is the subcommand only when
+# what follows is its own arguments (flags, their values, a count), so
+# "last week's release notes" stays a query; never guessed as a typo.
+WORD_COMMANDS = {"stats": ("--runner", "--days", "--format"), "last": ("--runner", "--format")}
+
+
+def word_query(argv):
+    """True when ``argv`` starts with a WORD_COMMANDS name but goes on
+    with words of a query."""
+    flags = WORD_COMMANDS.get(argv[0]) if argv else None
+    if flags is None:
+        return False
+    rest, i = argv[1:], 0
+    while i < len(rest):
+        a = rest[i]
+        if a.startswith("-"):
+            i += 2 if a in flags else 1
+        elif argv[0] == "last" and a.isdigit():
+            i += 1
+        else:
+            return True
+    return False
 
 
 # The query's flags that take a value (the fast path in ``entry`` parses them).

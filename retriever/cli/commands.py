@@ -230,7 +230,9 @@ def run_query(args):
 def main(argv=None):
     """Run the full CLI; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "-V", "--version"):
+    from retriever.cli import word_query
+    if not argv or argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "-V", "--version") \
+            or word_query(argv):
         argv = ["query"] + argv
     parser = make_parser(argv[0] if argv[0] in SUBCOMMANDS else "")
     args, extra = parser.parse_known_args(argv)

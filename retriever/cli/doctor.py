@@ -751,6 +751,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
     _records(report)
     _skill_set_files(report, selected)
     _unknown_settings(report)
+    report["usage"] = _usage_line(None if runner == "all" else runner)
     if runner != "all" and not installed:
         _finding(report, "error", "%s: skill-retrieve is not installed" % runner,
                  "skill-retrieve install %s" % runner)
@@ -845,6 +846,16 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
         _probe_all(report, installed, roots, index, cwd, platform)
     report["healthy"] = not any(f["level"] == "error" for f in report["findings"])
     return report
+
+
+def _usage_line(runner):
+    # One line of `skill-retrieve stats` (the usage record), or why not.
+    try:
+        from retriever import usage
+        from retriever.cli import usage_stats
+        return usage_stats.one_line(usage_stats.summarize(usage.read(runner=runner)[0]))
+    except Exception as exc:  # a doctor must report, not crash
+        return "cannot read the usage record (%s: %s)" % (type(exc).__name__, exc)
 
 
 def _probe_all(report, installed, roots, index, cwd, platform):
@@ -976,6 +987,9 @@ def render_text(report):
                 w("           in full: %s (%s)" % (name, why))
             if len(no["full"]) > 8:
                 w("           ... and %d more in full" % (len(no["full"]) - 8))
+    if report.get("usage"):
+        w("Usage  (skill-retrieve stats)")
+        w("       %s" % report["usage"])
     if report["probes"]:
         w("Live probe  (query: %r)" % report["probes"][0]["query"][:60])
     for p in report["probes"]:

@@ -12,7 +12,7 @@ import sys
 
 from retriever import locate, service, settings
 from retriever.service import write_out
-from retriever.cli import SUBCOMMANDS, VALUE_FLAGS as _VALUE_FLAGS, flag_like_hint
+from retriever.cli import SUBCOMMANDS, VALUE_FLAGS as _VALUE_FLAGS, WORD_COMMANDS, flag_like_hint, word_query
 
 # Subcommands the fast path hands to argparse: all but the two it parses.
 _SUBCOMMANDS_COLD = tuple(n for n in SUBCOMMANDS if n not in ("query", "hook"))
@@ -40,7 +40,7 @@ def parse_fast(argv):
     opts = {"roots": [], "index": None, "k": None, "format": "text", "platform": None,
             "fresh": False, "words": [], "hook": None, "rerank": False, "runner": None}
     args = list(argv)
-    if args and args[0] in _SUBCOMMANDS_COLD:
+    if args and args[0] in _SUBCOMMANDS_COLD and not word_query(args):
         return None
     hook = bool(args) and args[0] == "hook"
     if hook:
@@ -152,6 +152,8 @@ def mistyped(word, rest=()):
     if n < 3 or n > 14 or not word.replace("-", "").isalpha() or not word.islower():
         return None
     for name in SUBCOMMANDS:
+        if name in WORD_COMMANDS:
+            continue  # "list", "state": words, not typos
         if abs(len(name) - n) <= 1 and _one_edit(word, name):
             if word in {
                 # Words (English or technical) one edit from a subcommand:

@@ -191,17 +191,57 @@ def net_saving(stock, names_only, injection_mean):
     return round(stock - names_only - injection_mean, 1)
 
 
-def sample_note(queries_given, inj, n):
-    """A line saying what the injection figures rest on, or None: the
-    built-in prompts are generic, and when nothing fits most of them the
-    mean says little about the user's library."""
-    if queries_given:
+# The user's own prompts from the usage record: the most recent this many,
+# when it holds at least MIN_RECENT (fewer would say little).
+RECENT = 50
+MIN_RECENT = 5
+
+
+def recent_prompts(runner=None, n=RECENT):
+    """The user's own recent prompts, from the usage record (kept while
+    learning is on; ``runner``: that runner's only): the last ``n``
+    distinct ones, oldest first."""
+    from retriever import usage
+    try:
+        entries = usage.read(runner=runner)[0]
+    except OSError:
+        return []
+    seen = {}
+    for e in reversed(entries):
+        if e["prompt"] and e["prompt"] not in seen:
+            seen[e["prompt"]] = None
+            if len(seen) >= n:
+                break
+    return list(reversed(list(seen)))
+
+
+def sample_note(source, inj, n):
+    """A line saying what the injection figures rest on, or None for the
+    user's --queries: ``source`` is "given", "recent" (their prompts from
+    the usage record) or anything else for the generic built-in prompts;
+    when nothing fits most of those, the mean says little about the
+    user's library."""
+    if source == "given" or source is True:
         return None
+    if source == "recent":
+        return ("queries: your %d most recent prompts, from the usage record (skill-retrieve last)" % n)
     if n and inj["empty"] * 2 > n:
         return ("the %d built-in prompts do not fit these skills (nothing injected for %d of them), so the "
                 "injection figures say little; measure with your own prompts: --queries FILE"
                 % (n, inj["empty"]))
-    return "queries: %d generic developer prompts; --queries FILE measures with your own" % n
+    return ("the sample is generic: %d developer prompts, as the usage record holds fewer than %d of yours; "
+            "--queries FILE measures with your own" % (n, MIN_RECENT))
+
+
+def pick_queries(queries):
+    """``(queries, source)``: the user's --queries ("given"), else their
+    recent prompts ("recent"), else the generic built-in ones."""
+    if queries:
+        return list(queries), "given"
+    recent = recent_prompts()
+    if len(recent) >= MIN_RECENT:
+        return recent, "recent"
+    return list(DEFAULT_QUERIES), "generic"
 
 
 def not_listed(recs, problems, counts):
@@ -228,8 +268,10 @@ def not_listed(recs, problems, counts):
 # ---------------------------------------------------------------- report
 
 
-def measure(roots=(), index=None, queries=None, platform=None):
-    """Every figure as a dict (characters; tokens are derived on output)."""
+def measure(roots=(), index=None, queries=None, platform=None, source=None):
+    """Every figure as a dict (characters; tokens are derived on output).
+    ``source`` says where ``queries`` come from (``pick_queries``); by
+    default, given ones, else the generic built-in prompts."""
     platform = platform or locate.env("HERMES_PLATFORM") or None
     scope = build.resolve(list(roots) or None, platform)
     recs, problems, counts = skills.collect(scope["roots"], scope["disabled"])
@@ -242,7 +284,7 @@ def measure(roots=(), index=None, queries=None, platform=None):
     names = names_only_block(block)
     claude = claude_listing(recs)
     top_k, inject_k = settings.limits()
-    given = bool(queries)
+    source = source or ("given" if queries else "generic")
     queries = list(queries or DEFAULT_QUERIES)
     inj, index_path = {"mean": 0.0, "p95": 0, "max": 0, "empty": len(queries)}, None
     if recs:
@@ -252,7 +294,8 @@ def measure(roots=(), index=None, queries=None, platform=None):
         "skills": len(recs),
         "found": sum(c["found"] for c in counts.values()),
         "not_listed": not_listed(recs, problems, counts),
-        "sample": sample_note(given, inj, len(queries)),
+        "sample": sample_note(source, inj, len(queries)),
+        "queries_from": source,
         "roots": [r["path"] for r in scope["roots"]],
         "index": index_path,
         "top_k": top_k,
@@ -334,7 +377,8 @@ def add_arguments(parser):
     parser.add_argument("--index", metavar="FILE", help="index file (default: per-user cache)")
     parser.add_argument("--queries", metavar="FILE",
                         help="queries, one per line or JSONL with a \"query\" field "
-                             "(default: %d generic developer prompts)" % len(DEFAULT_QUERIES))
+                             "(default: your %d most recent prompts from the usage record, else %d generic "
+                             "developer prompts)" % (RECENT, len(DEFAULT_QUERIES)))
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--platform", metavar="NAME", help="Hermes platform for skills.platform_disabled")
     parser.add_argument("--runner", metavar="RUNNER",
@@ -354,7 +398,7 @@ def run_runner(args):
                          % (", ".join(listing.RUNNERS), args.runner, did_you_mean(args.runner, listing.RUNNERS)))
         return 2
     c = listing.listing_cost(args.runner, window=args.window)
-    queries = args.queries_list or list(DEFAULT_QUERIES)
+    queries, source = pick_queries(args.queries_list)
     inj = {"mean": 0.0, "p95": 0, "max": 0, "empty": len(queries)}
     if c["skills"]:
         from retriever.runners import skillsets
@@ -364,7 +408,7 @@ def run_runner(args):
         inj = injection_summary(req, queries, RUNNERS[args.runner].get("load"))[0]
     saved = net_saving(c["stock"], c["names_only"], inj["mean"])
     c.update(injection_chars=inj, net_saving_chars=saved, queries=len(queries),
-             sample=sample_note(bool(args.queries_list), inj, len(queries)))
+             sample=sample_note(source, inj, len(queries)), queries_from=source)
     if args.format == "json":
         sys.stdout.write(json.dumps(c, indent=1) + "\n")
     elif c["skills"]:
@@ -407,7 +451,8 @@ def run(args):
     if getattr(args, "runner", None):
         args.queries_list = queries
         return run_runner(args)
-    m = measure(args.root, args.index, queries, args.platform)
+    queries, source = pick_queries(queries)
+    m = measure(args.root, args.index, queries, args.platform, source)
     if args.format == "json":
         sys.stdout.write(json.dumps(m, indent=1) + "\n")
     elif m["skills"]:

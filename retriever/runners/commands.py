@@ -110,11 +110,11 @@ def stop_helper_if_unused(out):
 
 def purge_list():
     """``[(path, what)]`` that ``uninstall --all --purge`` deletes, the ones
-    that exist: the cache (indexes, vectors, log), the state folder
+    that exist: the cache (indexes, vectors, log, usage record), the state folder
     (backups, install records) and the roots file."""
     import os
     from retriever import fileutil, locate, userroots
-    found = [(locate.cache_dir(), "indexes, vectors and the log"),
+    found = [(locate.cache_dir(), "indexes, vectors, the log and the usage record"),
              (fileutil.state_dir(), "install backups and records"),
              (userroots.path(), "the skill folders you named")]
     return [(p, what) for p, what in found if os.path.lexists(p)]

@@ -165,8 +165,11 @@ def session_memory(runner, payload, sid, ranking=""):
 # ----------------------------------------------------------------- answer
 
 
-def _answer(runner, opts, text, payload):
-    """``(output, index path or None)`` for a parsed payload."""
+def _answer(runner, opts, text, payload, note=None):
+    """``(output, index path or None)`` for a parsed payload.  ``note``
+    (a dict) receives what the usage record keeps: the skills injected,
+    the tiers, the analyzer and the skills the agent loaded."""
+    note = {} if note is None else note
     from retriever import service, settings
     roots = list(opts.get("roots") or ())
     # An explicit --index answers from that index (its header names its
@@ -195,11 +198,12 @@ def _answer(runner, opts, text, payload):
            "only_hermes": runner == "hermes" and not roots,
            "wait": settings.get("SKILL_RETRIEVAL_HOOK_WAIT"), "label": "hook " + runner,
            "keep": keep, "session_id": sid}
-    out, _, path = answer_in_session(runner, text, req, session_memory(runner, payload, sid))
+    note["sid"] = sid
+    out, _, path = answer_in_session(runner, text, req, session_memory(runner, payload, sid), note=note)
     return out, path
 
 
-def answer_in_session(runner, text, req, memo, idx=None):
+def answer_in_session(runner, text, req, memo, idx=None, note=None):
     """``(output, injected results, index path or None)`` for one prompt
     of a session: ``service.answer`` for ``req`` (on ``idx`` when given),
     then, with a session memory ``memo`` (``session_memory``; None: no
@@ -214,14 +218,23 @@ def answer_in_session(runner, text, req, memo, idx=None):
     results, path = service.answer(text, req, idx=idx)
     from retriever.render import unlisted
     results = unlisted(results, req.get("searched"))
+    tier = "+".join(req.get("tiers") or ())
+    if note is not None:
+        note.update(tier=tier, analyzer=req.get("_analyzer"))
     if memo is None:
         out, n = fitted(runner, results)
+        if note is not None:
+            note["injected"] = results[:n]
         return out, results[:n], path
     # What the session already holds is taken out after the decision,
     # and what this turn injects (and its terms) remembered for the next.
-    memo["ranking"] = "+".join(req.get("tiers") or ())
+    memo["ranking"] = tier
+    held = set(memo["entry"]["l"]) if note is not None else None  # loads seen before this prompt
     results = memory.filter(memo, results, text)
     out, n = fitted(runner, results)
+    if note is not None:
+        from retriever import usage
+        note["injected"], note["loaded"] = results[:n], usage.loads_since(memo, held)
     memory.record(memo, results[:n])
     return out, results[:n], path
 
@@ -249,7 +262,7 @@ def run(runner, opts=None):
     import io
     real_stderr = sys.stderr
     sys.stderr = captured = io.StringIO()  # warnings must not reach the runner
-    out, path, error = empty_output(runner), None, None
+    out, path, error, text, note = empty_output(runner), None, None, None, None
     try:
         if opts.get("error"):
             raise ValueError(opts["error"])
@@ -266,15 +279,23 @@ def run(runner, opts=None):
         text = prompt_of(runner, payload)
         if not text.strip():
             raise ValueError("empty prompt")
-        out, path = _answer(runner, opts, text, payload)
+        note = {}
+        out, path = _answer(runner, opts, text, payload, note)
     except BaseException as exc:  # fail open: nothing escapes a hook
-        out = empty_output(runner)
+        out, note = empty_output(runner), None
         error = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
     try:
         write_out(out)
     except BaseException as exc:  # a closed pipe: the runner gave up on us
         locate.log("hook %s: cannot write output: %s: %s" % (runner, type(exc).__name__, exc))
-        path = None
+        path = note = None  # nothing reached the runner: no prompt to record
+    # Only a session's prompts are recorded: a payload without one is
+    # doctor's probe or a hand-run test, not a user's prompt.
+    if note is not None and note.get("sid"):
+        # After the answer is out: recording never delays or fails a prompt.
+        from retriever import usage
+        usage.note(runner, note["sid"], text, note.get("injected") or (), note.get("tier"), note.get("loaded"),
+                   note.get("analyzer"))
     if path:
         # Still captured: the freshness check reads settings too, and a
         # bad value's warning belongs in the log, not on the runner's stderr.
