@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from retriever import analyze, discover, frontmatter, hermes_config, index, locate, reuse, skills, store
+from retriever import analyze, discover, frontmatter, hermes_config, index, languages, locate, reuse, skills, store
 
 
 def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=None, only_hermes=False):
@@ -414,6 +414,8 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
     layout["crc"] = built["post_crc"] = store.post_crcs(built)
     docs = [(e[1], e[2], e[7], e[3], e[4]) for e in entries]
     del entries
+    # The library's languages, from what each skill's author says it is for.
+    lang = languages.header_entry(name + " " + desc for _, name, _, desc, _ in docs)
     header = {
         "params": {"profile": profile, "k1": prof["k1"], "fields": prof["fields"],
                    "analyzer": prof["analyzer"]},
@@ -430,6 +432,7 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
         "build_seconds": round(time.perf_counter() - t0, 3),
         "counts": counts,
         "problems": len(problems),
+        "lang": lang,
     }
     if warn:
         for line in summarise(problems, verbose):

@@ -55,6 +55,10 @@ def breakdown(skill, terms, profile, n_docs, avglen, df):
     return out
 
 
+_LANGS = {"en": "English", "es": "Spanish", "pt": "Portuguese", "de": "German", "fr": "French",
+          "cjk": "Chinese, Japanese or Korean"}
+
+
 def run(args):
     """Print the explanation; returns the exit code."""
     from retriever import build, query, semantic, service, settings, skills, store
@@ -94,6 +98,10 @@ def run(args):
     n = hdr["n_docs"]
     w = sys.stdout.write
     w("query terms (after stopwords and stemming): %s\n" % (" ".join(terms) or "(none)"))
+    if q["lang"]:
+        w("language: %s, which the library (%s) is not written in%s\n"
+          % (_LANGS.get(q["lang"], q["lang"]), ", ".join(_LANGS.get(x, x) for x in hdr["lang"]["library"]),
+             "" if q["lang"] == "cjk" else "; its function words are left out"))
     unknown = [t for t in terms if t not in df]
     if unknown:
         w("not in any skill: %s\n" % " ".join(unknown))
@@ -106,7 +114,8 @@ def run(args):
               % (plural(len(df), "term"), len(unknown) - len(skipped), plural(len(skipped), "CJK pair")))
     if "alpha" in info:
         w("ranking: BM25 fused with the encoder: %.2f x BM25/BM25max + %.2f x cosine (BM25's weight rises "
-          "with the share of the query BM25 covers, %.2f here, and is low for non-Latin queries)\n"
+          "with the share of the query BM25 covers, %.2f here, and is low for a query in non-Latin script or "
+          "in a language the library is not written in)\n"
           % (info["alpha"], 1 - info["alpha"], info["coverage_bm25_best"]))
     else:
         w("ranking: BM25%s\n" % ("" if tier == "off" else " alone (semantic tier: %s)" % tier))
