@@ -36,7 +36,8 @@ import marshal
 MAGIC = b"SKRIDX\x00\x01"
 # 5: a CRC-32 of the header in the preamble, one per section in the header,
 # and a validated header (issue 15).  6: the library's languages and the
-# foreign function words (``lang``, issue 37), so an older index is rebuilt.
+# foreign function words (``lang``), and the groups of near-copies
+# (``copies``; issue 37), so an older index is rebuilt.
 FORMAT_VERSION = 6
 _READ_WHOLE_BELOW = 1 << 20  # smaller files are read whole in one call
 _PREAMBLE = len(MAGIC) + 8  # magic, u32 header length, u32 header CRC
@@ -481,6 +482,9 @@ def check_header(h):
             return "%s missing or of the wrong type" % key
     if not _lang_ok(h.get("lang")):
         return "lang"
+    groups = h.get("copies", ())
+    if not (isinstance(groups, tuple) and all(isinstance(g, tuple) and len(g) > 1 for g in groups)):
+        return "copies"
     p = h["params"]
     if not (isinstance(p.get("analyzer"), dict) and isinstance(p.get("profile"), str)
             and isinstance(p.get("fields"), dict) and isinstance(p["analyzer"].get("stem", ""), str)

@@ -108,3 +108,77 @@ def test_the_library_language_is_what_most_skills_are_written_in():
     assert languages.library(texts[:9] + texts[:9]) == ["en"]
     assert languages.library(["PDF 文件的文字和表格提取"] * 5 + texts[:5]) == ["cjk", "en"]
     assert languages.library(["xyz"]) == ["en"]
+
+
+# ------------------------------------------------------------------ copies
+
+# Two collections, each with its own take on one skill (names and words
+# differ, as helm-chart-scaffolding and helm-chart-builder do), plus
+# neighbours that are not copies.
+COLLECTIONS = {
+    "coll-a": [
+        ("helm-chart-scaffolding", "Design, organize and scaffold Helm charts for Kubernetes applications: "
+                                   "templates, values files, chart dependencies and packaging."),
+        ("k8s-network-policy", "Write Kubernetes NetworkPolicy manifests to restrict pod traffic."),
+        ("terraform-modules", "Build reusable Terraform modules for AWS, Azure and GCP."),
+    ],
+    "coll-b": [
+        ("helm-chart-builder", "Scaffold Helm charts for Kubernetes: chart templates, values, "
+                               "dependencies, linting and packaging for a release."),
+        ("docker-slim", "Shrink Docker images with multi-stage builds and smaller base images."),
+        ("argocd-apps", "Deploy Kubernetes applications with Argo CD: app of apps, sync waves."),
+    ],
+}
+
+
+@pytest.fixture
+def two_collections(tmp_path):
+    roots = []
+    for coll, skills in COLLECTIONS.items():
+        root = tmp_path / coll
+        for name, desc in skills:
+            make_skill(root, name, {"name": name, "description": desc},
+                       body="# %s\n\nSteps, checks and examples for %s.\n" % (name, name))
+        roots.append(root)
+    return roots
+
+
+def test_copies_are_found_at_build_time_across_collections(tmp_path, two_collections):
+    path = str(tmp_path / "idx.skr")
+    build.build(build.resolve([str(r) for r in two_collections]), path)
+    idx = store.load(path)
+    groups = [[store.doc(idx, n)[1] for n in g] for g in idx["header"]["copies"]]
+    # The longer description first.
+    assert groups == [["helm-chart-scaffolding", "helm-chart-builder"]]
+
+
+PROMPTS = ["scaffold a helm chart for our kubernetes app with templates and values files",
+           "create a new helm chart with dependencies and package it",
+           "I need a helm chart for this service, with values per environment"]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_two_rival_copies_never_fill_two_slots(cli, tmp_path, two_collections, prompt):
+    args = ["hook", "claude-code"]
+    for r in two_collections:
+        args += ["--root", r]
+    p = {"session_id": "s-copies", "transcript_path": str(tmp_path / "none.jsonl"), "cwd": str(tmp_path),
+         "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+    # The ranking keeps both copies: the decision gives the group one slot.
+    ranked = cli("--format", "json", *args[2:], prompt, env={"SKILL_RETRIEVAL_DECIDE": "off"})
+    names = [r["name"] for r in json.loads(ranked.stdout)["results"]]
+    assert {"helm-chart-scaffolding", "helm-chart-builder"} <= set(names[:3])
+    proc = cli(*args, input=json.dumps(p), env={"SKILL_RETRIEVAL_DECIDE": None})
+    assert (proc.returncode, proc.stderr) == (0, ""), proc
+    got = names_in(proc.stdout) or []
+    assert len(set(got) & {"helm-chart-scaffolding", "helm-chart-builder"}) == 1, got
+
+
+def test_explain_shows_the_group_and_which_copy_takes_the_slot(cli, two_collections):
+    args = []
+    for r in two_collections:
+        args += ["--root", r]
+    proc = cli("explain", *args, PROMPTS[0], env={"SKILL_RETRIEVAL_DECIDE": None})
+    assert proc.returncode == 0, proc.stderr
+    assert "copies (one slot a turn; docs/decision.md): helm-chart-scaffolding, helm-chart-builder" in proc.stdout
+    assert "not injected: a copy of helm-chart-" in proc.stdout
