@@ -42,14 +42,15 @@ def query_terms(idx, text, weights=None):
 
 def _terms(idx, text, weights):
     # query_terms, and the message's shape: (terms, (words of its own
-    # prose, whether it holds a pasted block, that prose)).
+    # prose, whether it holds a pasted block, that prose, its foreign
+    # language and the words left out for it: ``foreign``)).
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
     prose, pasted = _split(text)
     # Words in any script: a Chinese sentence has no spaces, and is no
     # one-word reply for that (tokenize.word_count).
-    lang, own = foreign(idx["header"], prose)
-    shape = (word_count(prose), bool(pasted.strip()), prose, lang)
+    lang, own, out = foreign(idx["header"], prose)
+    shape = (word_count(prose), bool(pasted.strip()), prose, lang, out)
     for t in analyze(own, opts):
         if t not in seen:
             seen[t] = None
@@ -77,17 +78,19 @@ FOREIGN_SHARE = 0.2
 
 
 def foreign(header, prose):
-    """``(language, words)``: the language ``prose`` is written in when the
-    library (``header["lang"]``, written by the build) is not written in
-    it, else "" ("cjk" for han, kana or hangul over a library in Latin
-    script); and the prose to rank, without the function words of the
-    languages the library is not written in when the message is in one
-    of them.  Those words are not the library's: where they stray into
-    it ("para", "la") they are no evidence, of coverage or of a rare
-    term (docs/decision.md, "Languages")."""
+    """``(language, words, left out)``: the language ``prose`` is written
+    in when the library (``header["lang"]``, written by the build) is not
+    written in it, else "" ("cjk" for han, kana or hangul over a library
+    in Latin script); the prose to rank, without the function words of
+    the languages the library is not written in when the message is in
+    one of them; and how many distinct words that left out.  Those words
+    are not the library's: where they stray into it ("para", "la") they
+    are no match, of coverage or of a rare term (docs/decision.md,
+    "Languages"); they still count as words of the message no skill
+    holds, so what is left is not "fully covered"."""
     info = header.get("lang")
     if not info or not prose:
-        return "", prose
+        return "", prose, 0
     if not prose.isascii() and "cjk" not in info["library"]:
         letters = cjk = 0
         for ch in prose:
@@ -96,7 +99,7 @@ def foreign(header, prose):
                 if ch >= "\u3040" and is_cjk_token(ch):
                     cjk += 1
         if cjk * 2 > letters:
-            return "cjk", prose
+            return "cjk", prose, 0
     toks = tokenize(prose)
     distinct = set(toks)
     lists = info["foreign"]
@@ -106,8 +109,10 @@ def foreign(header, prose):
         if n > hits:
             best, hits = lang, n
     if not best or hits < FOREIGN_SHARE * len(distinct):
-        return "", prose
-    return best, " ".join(t for t in toks if not any(t in words for words in lists.values()))
+        return "", prose, 0
+    kept = [t for t in toks if not any(t in words for words in lists.values())]
+    return best, " ".join(kept), len(distinct) - len(set(kept))
+
 
 
 def _split(text):
@@ -135,9 +140,9 @@ def parse(idx, text):
     library is not written in (``foreign``), else ""."""
     text = clean_query(text)
     weights = {}
-    terms, (words, pasted, prose, lang) = _terms(idx, text, weights)
+    terms, (words, pasted, prose, lang, out) = _terms(idx, text, weights)
     acc, found = score(idx, terms, weights) if terms else ({}, {})
-    n = n_scored(terms, found)
+    n = n_scored(terms, found) + out
     return {"text": text, "terms": terms, "weights": weights, "acc": acc, "found": found, "n_scored": n,
             "words": words, "pasted": pasted, "prose": prose, "known": len(found) / n if n else 0.0,
             "lang": lang}
