@@ -213,9 +213,10 @@ def _slots(idx, cands, rows, limit):
     """The results to inject once the gate passed: the candidates whose
     row says inject, in rank order, at most ``limit``, one slot per group
     of copies (``copies_of``).  A group's slot goes to its best-described
-    copy among the candidates: the one whose name and description cover
-    more of the message; on a tie, the group's own order (the longer
-    description, then id order).  The ranking itself is left as it is;
+    copy among those the models take: the one whose name and description
+    cover more of the message; on a tie, the group's own order (the
+    longer description, then id order).  A copy the models do not take
+    never takes the slot from one they do.  The ranking itself is left as it is;
     the rows of copies not injected get ``copy_of``, the name of the
     copy that is."""
     groups = copies_of(idx, cands)
@@ -233,10 +234,10 @@ def _slots(idx, cands, rows, limit):
             if g in done:
                 continue
             done.add(g)
-            here = [j for j in sorted(groups) if groups[j] is g]
+            here = [j for j in sorted(groups) if groups[j] is g and want[j]]
             pick = min(here, key=lambda j: (-cands[j].get("head", 0.0), g.index(cands[j]["n"])))
-            for j in here:
-                if j != pick:
+            for j in groups:
+                if groups[j] is g and j != pick:
                     rows[j]["copy_of"] = cands[pick]["result"]["name"]
         rows[pick]["inject"] = True
         out.append(cands[pick]["result"])
