@@ -10,7 +10,8 @@ import pytest
 
 from retriever import build, languages, query, store
 from skillret_helpers import make_skill
-from test_session import names_in
+# The Claude Code hook at the defaults, on this module's ``skills`` tree.
+from test_session import hook, names_in  # noqa: F401
 
 # English skills; three of them hold words that are Spanish, Portuguese or
 # French function words in English clothes ("de-duplicate", "para-
@@ -33,20 +34,6 @@ def skills(tmp_path):
     for name, desc in SKILLS:
         make_skill(root, name, {"name": name, "description": desc})
     return root
-
-
-@pytest.fixture
-def hook(cli, skills, tmp_path):
-    """``hook(prompt)``: the skill names the Claude Code hook injects (None:
-    it printed nothing), at the defaults, one prompt per session."""
-    def run(prompt):
-        p = {"session_id": "s-%d" % abs(hash(prompt)), "transcript_path": str(tmp_path / "none.jsonl"),
-             "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit", "prompt": prompt}
-        proc = cli("hook", "claude-code", "--root", skills, input=json.dumps(p),
-                   env={"SKILL_RETRIEVAL_DECIDE": None})
-        assert (proc.returncode, proc.stderr) == (0, ""), proc
-        return names_in(proc.stdout)
-    return run
 
 
 def test_a_spanish_request_over_english_skills_gets_the_right_one(hook):
