@@ -51,7 +51,7 @@ def _split_name(name):
 
 def find(docs, where, idf_of, opts):
     """The groups of copies: a sorted tuple of tuples of skill numbers,
-    each of two or more skills, best described first (``order``).
+    each of two or more skills, in ``order``.
 
     ``docs``: per skill number, ``(name, description)``; ``where``: per
     skill number, its ``collection``; ``idf_of(term)``, the library's
@@ -115,6 +115,8 @@ def find(docs, where, idf_of, opts):
 
 
 def order(doc, n):
-    """A copy's place in its group: the longer description first (more
-    said about what it is for), then the lower skill number (id order)."""
+    """A copy's place in its group, as ``explain`` lists it: the longer
+    description first (more said about what it is for), then the lower
+    skill number (id order).  Which copy a turn injects is the
+    decision's (``decide._slots``)."""
     return (-len(doc[1].split()), n)

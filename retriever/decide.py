@@ -214,9 +214,9 @@ def _slots(idx, cands, rows, limit):
     row says inject, in rank order, at most ``limit``, one slot per group
     of copies (``copies_of``).  A group's slot goes to its best-described
     copy among those the models take: the one whose name and description
-    cover more of the message; on a tie, the group's own order (the
-    longer description, then id order).  A copy the models do not take
-    never takes the slot from one they do.  The ranking itself is left as it is;
+    cover more of the message; on a tie (a message in another script
+    covers neither), the one the ranking puts first.  A copy the models
+    do not take never takes the slot from one they do.  The ranking itself is left as it is;
     the rows of copies not injected get ``copy_of``, the name of the
     copy that is."""
     groups = copies_of(idx, cands)
@@ -235,7 +235,7 @@ def _slots(idx, cands, rows, limit):
                 continue
             done.add(g)
             here = [j for j in sorted(groups) if groups[j] is g and want[j]]
-            pick = min(here, key=lambda j: (-cands[j].get("head", 0.0), g.index(cands[j]["n"])))
+            pick = min(here, key=lambda j: (-cands[j].get("head", 0.0), j))
             for j in groups:
                 if groups[j] is g and j != pick:
                     rows[j]["copy_of"] = cands[pick]["result"]["name"]

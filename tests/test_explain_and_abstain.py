@@ -111,11 +111,11 @@ def test_two_copies_of_one_skill_take_one_slot_and_k_stays_a_maximum(cli, tmp_pa
                "description": "Rotate the TLS certificates of a Kubernetes cluster."})
     index = tmp_path / "i.skr"
     q = ["ocr", "the", "text", "out", "of", "this", "scanned", "pdf", "with", "tesseract"]
-    got = json_results(cli("--root", root, "--index", index, "--format", "json", *q, env=DECIDE))
-    assert [r["id"] for r in got] == ["team-a/pdf-ocr"]  # a tie: the group's order, then id order
     ranked = json_results(cli("--root", root, "--index", index, "--format", "json", *q,
                               env={"SKILL_RETRIEVAL_DECIDE": "off"}))
     assert sorted(r["id"] for r in ranked[:2]) == ["team-a/pdf-ocr", "team-b/pdf-ocr"]
+    got = json_results(cli("--root", root, "--index", index, "--format", "json", *q, env=DECIDE))
+    assert [r["id"] for r in got] == [ranked[0]["id"]]  # a tie: the copy the ranking puts first
     one = json_results(cli("--root", root, "--index", index, "--format", "json", "-k", "1", *q, env=DECIDE))
     assert len(one) == 1 and one[0]["id"] in ("team-a/pdf-ocr", "team-b/pdf-ocr")
 
