@@ -169,3 +169,10 @@ def test_explain_shows_the_group_and_which_copy_takes_the_slot(cli, two_collecti
     assert proc.returncode == 0, proc.stderr
     assert "copies (one slot a turn; docs/decision.md): helm-chart-scaffolding, helm-chart-builder" in proc.stdout
     assert "not injected: a copy of helm-chart-" in proc.stdout
+
+
+def test_the_fusion_gives_a_message_in_another_language_bm25s_foreign_share():
+    from retriever.semantic import fuse
+    # The borrowed terms BM25 matches do not make it the library's language.
+    assert fuse.alpha_for("rotar los certificados TLS del cluster", 0.9, "es") == fuse.ALPHA_FOREIGN
+    assert fuse.alpha_for("rotate the TLS certificates of the cluster", 0.9) > fuse.ALPHA_FOREIGN
