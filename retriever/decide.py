@@ -190,17 +190,14 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
     pg = sigmoid(_dot(model["gate"], xg))
     passed = pg >= model["gate_threshold"]
     rows = [{"x": xg, "p": pg, "inject": passed}]
-    out = [cands[0]["result"]] if passed and limit > 0 else []
     # A turn the gate silences (most of a session) needs no further
     # candidate's features, unless explain shows them.
     for i in range(1, len(cands) if passed or explain is not None else 1):
         _cover(idx, q, cands[i])
         xm = more_features(q, cands, i, sem)
         pm = sigmoid(_dot(model["more"], xm))
-        take = passed and pm >= model["more_threshold"] and len(out) < limit
-        if take:
-            out.append(cands[i]["result"])
-        rows.append({"x": xm, "p": pm, "inject": take})
+        rows.append({"x": xm, "p": pm, "inject": passed and pm >= model["more_threshold"]})
+    out = _slots(idx, cands, rows, limit) if passed else []
     if explain is not None:
         # The models' features and verdicts are shown (and calibrated on)
         # as computed; a named skill overrides the verdicts only.
@@ -215,6 +212,58 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
                        gate_names=GATE_NAMES + (GATE_SEM if sem is not None else ()),
                        more_names=MORE_NAMES + (MORE_SEM if sem is not None else ()),
                        cands=[dict(row, **_shown(c)) for row, c in zip(rows, cands + list(named))])
+    return out
+
+
+def copies_of(idx, cands):
+    """``{candidate index: its group}`` for the candidates that have a
+    near-copy among ``cands`` (the index's ``copies``, found at build
+    time); {} for most turns."""
+    groups = idx["header"].get("copies")
+    if not groups or len(cands) < 2:
+        return {}
+    at = {c["n"]: i for i, c in enumerate(cands)}
+    out = {}
+    for g in groups:
+        here = [at[n] for n in g if n in at]
+        if len(here) > 1:
+            for i in here:
+                out[i] = g
+    return out
+
+
+def _slots(idx, cands, rows, limit):
+    """The results to inject once the gate passed: the candidates whose
+    row says inject, in rank order, at most ``limit``, one slot per group
+    of copies (``copies_of``).  A group's slot goes to its best-described
+    copy among those the models take: the one whose name and description
+    cover more of the message; on a tie (a message in another script
+    covers neither), the one the ranking puts first.  A copy the models
+    do not take never takes the slot from one they do.  The ranking itself is left as it is;
+    the rows of copies not injected get ``copy_of``, the name of the
+    copy that is."""
+    groups = copies_of(idx, cands)
+    want = [row["inject"] for row in rows]
+    out = []
+    done = set()
+    for row in rows:
+        row["inject"] = False
+    for i, w in enumerate(want):
+        if not w or len(out) >= limit:
+            continue
+        pick = i
+        g = groups.get(i)
+        if g is not None:
+            if g in done:
+                continue
+            done.add(g)
+            here = [j for j in sorted(groups) if groups[j] is g and want[j]]
+            pick = min(here, key=lambda j: (-cands[j].get("head", 0.0), j))
+            for j in groups:
+                if groups[j] is g and j != pick:
+                    rows[j]["copy_of"] = cands[pick]["result"]["name"]
+        rows[pick]["inject"] = True
+        out.append(cands[pick]["result"])
     return out
 
 
