@@ -25,6 +25,8 @@ A request is a plain dict; every key is optional:
   keep         predicate on result dicts: what the caller can show
   rerank       force the LLM rerank (else SKILL_RETRIEVAL_RERANK decides)
   session_id   for the rerank's A/B log
+  decide       False: the plain ranking, no decision (the MCP server);
+               default SKILL_RETRIEVAL_DECIDE
 
 Work that outlives the answer (a first build under a hook's deadline, the
 freshness check) runs in a detached child: ``background`` holds that, and
@@ -360,7 +362,8 @@ def rank(idx, path, text, k, req, keep, provider):
     answered go to ``req["tiers"]``."""
     if provider == "client" and not settings.get("SKILL_RETRIEVAL_SEMANTIC"):
         provider = None
-    decide = settings.get("SKILL_RETRIEVAL_DECIDE")
+    # The MCP server asks for the plain ranking (the agent asked: no gate).
+    decide = req["decide"] if "decide" in req else settings.get("SKILL_RETRIEVAL_DECIDE")
     if provider is None:
         from retriever import query
         req["tiers"] = ["bm25"]

@@ -153,7 +153,9 @@ def mistyped(word, rest=()):
     if n < 3 or n > 14 or not word.replace("-", "").isalpha() or not word.islower():
         return None
     for name in SUBCOMMANDS:
-        if abs(len(name) - n) <= 1 and _one_edit(word, name):
+        # "mcp": every three-letter word ("map", "mvp", "scp") is one edit
+        # from it; a guess there would refuse ordinary queries.
+        if len(name) > 3 and abs(len(name) - n) <= 1 and _one_edit(word, name):
             if word in {
                 # Words (English or technical) one edit from a subcommand:
                 # a query may well start with them.
