@@ -230,10 +230,11 @@ def test_the_per_prompt_path_never_imports_the_server():
 def sdk_python():
     """A Python with the official ``mcp`` SDK: $SKR_MCP_SDK_PYTHON, else
     .cache/mcp-sdk-venv (``make mcp-sdk``); None when neither has it."""
-    for py in (os.environ.get("SKR_MCP_SDK_PYTHON"), str(REPO / ".cache" / "mcp-sdk-venv" / "bin" / "python")):
-        if py and Path(py).exists():
-            return py
-    return None
+    py = os.environ.get("SKR_MCP_SDK_PYTHON")
+    if py and Path(py).exists():
+        return py
+    venv = REPO / ".cache" / "mcp-sdk-venv"
+    return str(venv / "bin" / "python") if (venv / ".installed").exists() else None
 
 
 SDK_CLIENT = r"""
