@@ -86,6 +86,22 @@ def test_claude_json_rewritten_by_claude_code_meanwhile_keeps_its_changes(cli, t
     assert json.loads(path.read_text()) == {"numStartups": 2}
 
 
+def test_claude_code_is_allowed_the_read_only_tools_and_uninstall_takes_it_back(cli, tmp_path):
+    """``claude -p`` denies an MCP tool nobody allowed: install allows ours
+    (both only read the user's skills) beside the user's own rules."""
+    settings = _home(tmp_path) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    before = json.dumps({"permissions": {"allow": ["Bash(ls:*)"]}}, indent=2) + "\n"
+    settings.write_text(before)
+    assert_clean(cli("install", "claude-code"))
+    assert json.loads(settings.read_text())["permissions"]["allow"] == ["Bash(ls:*)", "mcp__skill-retrieval"]
+    assert_clean(cli("uninstall", "claude-code"))
+    assert settings.read_text() == before
+    assert_clean(cli("install", "claude-code"))
+    assert_clean(cli("uninstall", "claude-code"))
+    assert settings.read_text() == before
+
+
 def test_no_mcp_leaves_the_server_out(cli, tmp_path):
     proc = cli("install", "gemini", "--no-mcp")
     assert_clean(proc)

@@ -253,13 +253,67 @@ def _toml_unplan(text, path, made=()):
     return new
 
 
+# ------------------------------------------------- Claude Code's permission
+
+# Claude Code asks before an MCP tool's first use, and ``claude -p`` denies
+# it: both tools only read the user's own skills, so install allows them
+# (``permissions.allow`` in the settings file the hook is in).
+ALLOW = "mcp__" + NAME
+
+
+def _allow_plan(text, path):
+    data = hooks.parse_settings(text or "", path)
+    made = []
+    perms = data.get("permissions")
+    if perms is None:
+        perms = data["permissions"] = {}
+        made.append("permissions")
+    if not isinstance(perms, dict):
+        raise hooks.Refused("%s: \"permissions\" is not an object; left unchanged" % path)
+    allow = perms.get("allow")
+    if allow is None:
+        allow = perms["allow"] = []
+        made.append("allow")
+    if not isinstance(allow, list):
+        raise hooks.Refused("%s: \"permissions.allow\" is not a list; left unchanged" % path)
+    if ALLOW in allow:
+        return None, []
+    allow.append(ALLOW)
+    return hooks.dump_settings(data), made
+
+
+def _allow_unplan(text, path, made):
+    data = hooks.parse_settings(text, path)
+    perms = data.get("permissions")
+    allow = perms.get("allow") if isinstance(perms, dict) else None
+    if not isinstance(allow, list) or ALLOW not in allow:
+        return None
+    allow.remove(ALLOW)
+    if not allow and "allow" in made:
+        del perms["allow"]
+    if not perms and "permissions" in made:
+        del data["permissions"]
+    return hooks.dump_settings(data) if data else ""
+
+
 # ------------------------------------------------------------ operations
 
 
-def _plan(runner, text, path, args, force):
+def _steps(runner, project, args=None, force=False):
+    """``[(file, record name, plan(text) -> (new or None, made), unplan(text, made) -> new or None)]``:
+    the edits install makes for ``runner``, in order."""
+    path = config_path(runner, project)
     if runner == "codex":
-        return _toml_plan(text, path, args, force)
-    return _json_plan(runner, text, path, args, force)
+        out = [(path, RECORD + runner, lambda t: _toml_plan(t, path, args, force),
+                lambda t, made: _toml_unplan(t, path, made))]
+    else:
+        out = [(path, RECORD + runner, lambda t: _json_plan(runner, t, path, args, force),
+                lambda t, made: _json_unplan(runner, t, path, made))]
+    if runner == "claude-code":
+        sp = hooks.settings_path(runner, project)
+        out.append((sp, RECORD + runner + " allow", lambda t: _allow_plan(t, sp),
+                    lambda t, made: _allow_unplan(t, sp, made)))
+    return out
 
 
 def install(runner, project=None, dry_run=False, out=sys.stdout, force=False, python=None):
@@ -268,65 +322,93 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, force=False, py
     kept, exit 0)."""
     if runner not in RUNNERS:
         return 0
-    path = config_path(runner, project)
-    real = os.path.realpath(path)
     args = argv(runner, python)
-    made, created = [], []
-
-    def change(raw):
-        text = hooks._text(raw, path)
-        new, m = _plan(runner, text, path, args, force)
-        made[:] = m
-        created[:] = fileutil.missing_parents(real) if raw is None else []
-        return new
-
+    said = []
     try:
-        if dry_run:
-            _, new, _ = fileutil.update(path, change, dry_run=True)
-            out.write("%s: the MCP server is already registered in %s\n" % (runner, path) if new is None
-                      else fileutil.would(path, new))
-            return 0
-        with fileutil.install_lock():
-            raw, new, saved = fileutil.update(path, change)
-            if new is not None:
-                if raw is None:
-                    fileutil.note_created(real, created)
-                # As the hook's record (install._note): a re-install over
-                # our own untouched write keeps the first backup; over a
-                # file changed since, the byte-exact restore is off.
-                prev = fileutil.installed(real, RECORD + runner) if raw is not None else None
-                untouched = bool(prev) and fileutil.as_installed(prev, raw)
-                fileutil.note_installed(real, RECORD + runner, {
-                    "made": sorted(set((prev or {}).get("made") or ()) | set(made)),
-                    "backup": prev.get("backup") if untouched else None if prev else saved,
-                    "after": fileutil.digest(new), "command": fileutil.digest(command_text(args))})
+        for path, key, plan, _ in _steps(runner, project, args, force):
+            if _install_file(path, key, plan, args, dry_run, out):
+                said.append(path)
     except hooks.Edited as exc:
         out.write("%s: kept your edited MCP server entry in %s (%s); `skill-retrieve install %s --force` "
-                  "replaces it\n" % (runner, path, exc, runner))
+                  "replaces it\n" % (runner, config_path(runner, project), exc, runner))
         return 0
     except (hooks.Refused, fileutil.Unchanged) as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     except OSError as exc:
-        sys.stderr.write("skill-retrieve: cannot update %s: %s\n" % (exc.filename or path, exc.strerror or exc))
+        sys.stderr.write("skill-retrieve: cannot update %s: %s\n" % (exc.filename or "a settings file",
+                                                                  exc.strerror or exc))
         return 1
-    if new is None:
-        out.write("%s: the MCP server is already registered in %s\n" % (runner, path))
+    if dry_run:
         return 0
+    if not said:
+        out.write("%s: the MCP server is already registered in %s\n" % (runner, config_path(runner, project)))
+    else:
+        out.write("%s: MCP server registered (search_skills, read_skill) in %s\n"
+                  % (runner, config_path(runner, project)))
+    return 0
+
+
+def _install_file(path, key, plan, args, dry_run, out):
+    # One step of install: True when the file changed.
+    real = os.path.realpath(path)
+    made, created = [], []
+
+    def change(raw):
+        new, m = plan(hooks._text(raw, path))
+        made[:] = m
+        created[:] = fileutil.missing_parents(real) if raw is None else []
+        return new
+
+    if dry_run:
+        _, new, _ = fileutil.update(path, change, dry_run=True)
+        if new is not None:
+            out.write(fileutil.would(path, new))
+        return new is not None
+    with fileutil.install_lock():
+        raw, new, saved = fileutil.update(path, change)
+        if new is None:
+            return False
+        if raw is None:
+            fileutil.note_created(real, created)
+        # As the hook's record (install._note): a re-install over our own
+        # untouched write keeps the first backup; over a file changed
+        # since, the byte-exact restore is off.
+        prev = fileutil.installed(real, key) if raw is not None else None
+        untouched = bool(prev) and fileutil.as_installed(prev, raw)
+        fileutil.note_installed(real, key, {
+            "made": sorted(set((prev or {}).get("made") or ()) | set(made)),
+            "backup": prev.get("backup") if untouched else None if prev else saved,
+            "after": fileutil.digest(new), "command": fileutil.digest(command_text(args))})
     if saved:
         out.write("backed up %s to %s\n" % (path, saved))
-    out.write("%s: MCP server registered (search_skills, read_skill) in %s\n" % (runner, path))
-    return 0
+    return True
 
 
 def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     """Take our server entry out of ``runner``'s MCP configuration: the
     bytes install found when the file is as install left it, else the
     entry (and the container install added, and the file install
-    created once nothing else is in it)."""
+    created once nothing else is in it).  The steps run last first."""
     if runner not in RUNNERS:
         return 0
-    path = config_path(runner, project)
+    try:
+        for path, key, _, unplan in reversed(_steps(runner, project)):
+            said = _uninstall_file(path, key, unplan, dry_run, out)
+            if said and key == RECORD + runner:
+                out.write("%s: removed the MCP server%s\n" % (runner, said))
+    except (hooks.Refused, fileutil.Unchanged) as exc:
+        sys.stderr.write("skill-retrieve: %s\n" % exc)
+        return 1
+    except OSError as exc:
+        sys.stderr.write("skill-retrieve: cannot update %s: %s\n" % (exc.filename or "a settings file",
+                                                                  exc.strerror or exc))
+        return 1
+    return 0
+
+
+def _uninstall_file(path, key, unplan, dry_run, out):
+    # One step of uninstall: how it ended, in words ("" when untouched).
     real = os.path.realpath(path)
     state = {}
 
@@ -334,9 +416,8 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         text = hooks._text(raw, path)
         if text is None:
             return None
-        rec = fileutil.installed(real, RECORD + runner) or {}
-        made = rec.get("made") or ()
-        new = _toml_unplan(text, path, made) if runner == "codex" else _json_unplan(runner, text, path, made)
+        rec = fileutil.installed(real, key) or {}
+        new = unplan(text, rec.get("made") or ())
         if new is None:
             return None
         try:
@@ -347,35 +428,26 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
             return before.decode("utf-8", "surrogateescape")
         created = fileutil.created_folders(path)
         state["made"] = created
-        if created is not None and (not new.strip() or (runner != "codex" and json.loads(new) == {})):
+        if created is not None and (not new.strip() or (not path.endswith(".toml") and json.loads(new) == {})):
             return fileutil.DELETE
         return new
 
-    try:
-        if dry_run:
-            _, new, _ = fileutil.update(path, change, dry_run=True)
-            if new is not None:
-                out.write("would remove the MCP server from %s\n%s" % (path, fileutil.would(path, new)))
-            return 0
-        with fileutil.install_lock():
-            _, new, saved = fileutil.update(path, change)
-            if new is None:
-                return 0
-            fileutil.forget_installed(real, RECORD + runner)
-            if new is fileutil.DELETE:
-                fileutil.forget_created(path)
-                fileutil.remove_folders(state.get("made"))
-    except (hooks.Refused, fileutil.Unchanged) as exc:
-        sys.stderr.write("skill-retrieve: %s\n" % exc)
-        return 1
-    except OSError as exc:
-        sys.stderr.write("skill-retrieve: cannot update %s: %s\n" % (exc.filename or path, exc.strerror or exc))
-        return 1
+    if dry_run:
+        _, new, _ = fileutil.update(path, change, dry_run=True)
+        if new is not None:
+            out.write("would change %s\n%s" % (path, fileutil.would(path, new)))
+        return ""
+    with fileutil.install_lock():
+        _, new, saved = fileutil.update(path, change)
+        if new is None:
+            return ""
+        fileutil.forget_installed(real, key)
+        if new is fileutil.DELETE:
+            fileutil.forget_created(path)
+            fileutil.remove_folders(state.get("made"))
     if saved:
         out.write("backed up %s to %s\n" % (path, saved))
-    out.write("%s: removed the MCP server: deleted %s (install had created it)\n" % (runner, path)
-              if new is fileutil.DELETE else "%s: removed the MCP server from %s\n" % (runner, path))
-    return 0
+    return ": deleted %s (install had created it)" % path if new is fileutil.DELETE else " from %s" % path
 
 
 # ----------------------------------------------------------------- doctor

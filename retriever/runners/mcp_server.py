@@ -48,11 +48,13 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {
          "query": {"type": "string", "description": "the task or error, in words"},
          "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 3}},
-         "required": ["query"]}},
+         "required": ["query"]},
+     "annotations": {"readOnlyHint": True}},
     {"name": "read_skill",
      "description": "Read one skill's SKILL.md by the name search_skills gave.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}},
-                     "required": ["name"]}},
+                     "required": ["name"]},
+     "annotations": {"readOnlyHint": True}},
 ]
 
 
