@@ -598,7 +598,8 @@ class MockLLM:
         answered whatever the request offers: a deferred or namespaced
         tool is not listed by name)."""
         with self._lock:
-            if self.tool_calls and route in ("chat", "anthropic", "responses", "gemini"):
+            # (a request offering no tool at all, OpenCode's title request, is not the turn)
+            if self.tool_calls and route in ("chat", "anthropic", "responses", "gemini") and body.get("tools"):
                 return self.tool_calls.pop(0)
             call = self.tool_call
             if (call is None or route not in ("chat", "anthropic", "responses", "gemini")

@@ -19,7 +19,8 @@ import pytest
 
 from .mockserver import MockLLM, body_text, is_model_request
 from .runners import (CLAUDE_VERSIONS, REPO_ROOT, claude_bin, claude_env, require_claude, require_codex,
-                      run_claude, run_codex, run_process, write_codex_config)
+                      require_gemini, require_opencode, run_claude, run_codex, run_gemini, run_opencode,
+                      run_process, write_codex_config, write_gemini_settings, write_opencode_config)
 
 BIN = REPO_ROOT / "bin" / "skill-retrieve"
 QUERY = "pull the text out of a scanned pdf"
@@ -109,3 +110,31 @@ def test_codex_calls_search_skills_and_gets_the_skill(tmp_path):
     first = [r for r in reqs if is_model_request(r)][0]
     assert "mcp__skill_retrieval" in json.dumps(first["body"].get("tools")), "codex did not offer the server"
     check(tool_answer(reqs), library, "codex: %s %s" % (cp.stdout[-1500:], cp.stderr[-1500:]))
+
+
+def test_gemini_cli_calls_search_skills_and_gets_the_skill(tmp_path):
+    require_gemini()
+    home = tmp_path / "home"
+    library = make_library(home / ".gemini" / "skills")
+    write_gemini_settings(home)
+    install("gemini", home)
+    with MockLLM() as mock:
+        mock.tool_calls = [{"name": "mcp_skill-retrieval_search_skills", "args": {"query": QUERY}}]
+        # --yolo: gemini -p runs no tool that would ask (the names-only tests do the same)
+        cp, reqs = run_gemini("find me a skill", home, mock, tmp_path / "project", timeout=120, extra_args=["--yolo"],
+                              extra_env={"SKILL_RETRIEVAL_SEMANTIC": "off", "SKILL_RETRIEVAL_REVALIDATE": "off"})
+    check(tool_answer(reqs), library, "gemini: %s %s" % (cp.stdout[-1500:], cp.stderr[-1500:]))
+
+
+def test_opencode_calls_search_skills_and_gets_the_skill(tmp_path):
+    require_opencode()
+    home = tmp_path / "home"
+    library = make_library(home / ".config" / "opencode" / "skills")
+    with MockLLM() as mock:
+        write_opencode_config(home, mock.port)
+        install("opencode", home)  # merged into the config just written
+        mock.tool_calls = [{"name": "skill-retrieval_search_skills", "args": {"query": QUERY}}]
+        cp, reqs = run_opencode("find me a skill", home, mock, tmp_path / "project", timeout=120,
+                                extra_env={"SKILL_RETRIEVAL_SEMANTIC": "off", "SKILL_RETRIEVAL_REVALIDATE": "off"})
+    turn = [r for r in reqs if is_model_request(r) and isinstance(r.get("body"), dict) and r["body"].get("tools")]
+    check(tool_answer(turn), library, "opencode: %s %s" % (cp.stdout[-1500:], cp.stderr[-1500:]))
