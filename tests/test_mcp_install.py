@@ -164,3 +164,18 @@ def test_the_claude_code_plugin_declares_the_server():
     plugin = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
     server = plugin["mcpServers"]["skill-retrieval"]
     assert server == {"command": "${CLAUDE_PLUGIN_ROOT}/bin/skill-retrieve", "args": ["mcp", "claude-code"]}
+
+
+@pytest.mark.parametrize("runner,deferred", [("claude-code", True), ("codex", False)])
+def test_tokens_counts_the_tool_definitions(cli, tmp_path, runner, deferred):
+    """They ride on every request: ``tokens --runner`` prices them (Claude
+    Code lists deferred MCP tools by name until the model loads one)."""
+    from retriever.runners import mcp_server
+    home = _home(tmp_path)
+    folder = home / (".claude/skills" if runner == "claude-code" else ".agents/skills")
+    make_skill(folder, "pdf-merge", {"name": "pdf-merge", "description": "Merge PDF files"})
+    c = json.loads(cli("tokens", "--runner", runner, "--format", "json").stdout)
+    want = len("mcp__skill-retrieval__search_skills\nmcp__skill-retrieval__read_skill\n") if deferred \
+        else len(mcp_server.tools_json())
+    assert c["mcp_tools"] == want
+    assert "MCP server's tool definitions" in cli("tokens", "--runner", runner).stdout
