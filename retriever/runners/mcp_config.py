@@ -332,13 +332,8 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, force=False, py
         out.write("%s: kept your edited MCP server entry in %s (%s); `skill-retrieve install %s --force` "
                   "replaces it\n" % (runner, config_path(runner, project), exc, runner))
         return 0
-    except (hooks.Refused, fileutil.Unchanged) as exc:
-        sys.stderr.write("skill-retrieve: %s\n" % exc)
-        return 1
-    except OSError as exc:
-        sys.stderr.write("skill-retrieve: cannot update %s: %s\n" % (exc.filename or "a settings file",
-                                                                  exc.strerror or exc))
-        return 1
+    except (hooks.Refused, fileutil.Unchanged, OSError) as exc:
+        return _failed(exc)
     if dry_run:
         return 0
     if not said:
@@ -347,6 +342,16 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, force=False, py
         out.write("%s: MCP server registered (search_skills, read_skill) in %s\n"
                   % (runner, config_path(runner, project)))
     return 0
+
+
+def _failed(exc):
+    # One line on stderr for a refused or failed edit; exit code 1.
+    if isinstance(exc, OSError):
+        sys.stderr.write("skill-retrieve: cannot update %s: %s\n" % (exc.filename or "a settings file",
+                                                                  exc.strerror or exc))
+    else:
+        sys.stderr.write("skill-retrieve: %s\n" % exc)
+    return 1
 
 
 def _install_file(path, key, plan, args, dry_run, out):
@@ -397,13 +402,8 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
             said = _uninstall_file(path, key, unplan, dry_run, out)
             if said and key == RECORD + runner:
                 out.write("%s: removed the MCP server%s\n" % (runner, said))
-    except (hooks.Refused, fileutil.Unchanged) as exc:
-        sys.stderr.write("skill-retrieve: %s\n" % exc)
-        return 1
-    except OSError as exc:
-        sys.stderr.write("skill-retrieve: cannot update %s: %s\n" % (exc.filename or "a settings file",
-                                                                  exc.strerror or exc))
-        return 1
+    except (hooks.Refused, fileutil.Unchanged, OSError) as exc:
+        return _failed(exc)
     return 0
 
 

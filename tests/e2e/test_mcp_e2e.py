@@ -18,26 +18,14 @@ from pathlib import Path
 import pytest
 
 from .mockserver import MockLLM, body_text, is_model_request
+from .test_claude_codex_e2e import make_library  # pdf-extract, k8s-certs, git-bisect
 from .runners import (CLAUDE_VERSIONS, REPO_ROOT, claude_bin, claude_env, require_claude, require_codex,
                       require_gemini, require_opencode, run_claude, run_codex, run_gemini, run_opencode,
                       run_process, write_codex_config, write_gemini_settings, write_opencode_config)
 
 BIN = REPO_ROOT / "bin" / "skill-retrieve"
 QUERY = "pull the text out of a scanned pdf"
-SKILLS = {
-    "pdf-extract": "Extract text and tables from PDF files, including scanned PDFs via OCR.",
-    "k8s-certs": "Rotate Kubernetes TLS certificates and kubeconfig credentials.",
-    "git-bisect": "Find the commit that introduced a regression with git bisect.",
-}
 CLAUDE_TOOL = "mcp__skill-retrieval__search_skills"
-
-
-def make_library(root: Path) -> Path:
-    for name, desc in SKILLS.items():
-        d = root / name
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n# {name}\n")
-    return root
 
 
 def install(runner: str, home: Path, **extra) -> None:
