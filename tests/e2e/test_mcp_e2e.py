@@ -20,7 +20,8 @@ import pytest
 from .mockserver import MockLLM, body_text, is_model_request
 from .test_claude_codex_e2e import make_library  # pdf-extract, k8s-certs, git-bisect
 from .runners import (CLAUDE_VERSIONS, REPO_ROOT, claude_bin, claude_env, require_claude, require_codex,
-                      require_gemini, require_opencode, run_claude, run_codex, run_gemini, run_opencode,
+                      require_cline, require_gemini, require_opencode, run_claude, run_cline, run_codex,
+                      run_gemini, run_opencode,
                       run_process, write_codex_config, write_gemini_settings, write_opencode_config)
 
 BIN = REPO_ROOT / "bin" / "skill-retrieve"
@@ -126,3 +127,15 @@ def test_opencode_calls_search_skills_and_gets_the_skill(tmp_path):
                                 extra_env={"SKILL_RETRIEVAL_SEMANTIC": "off", "SKILL_RETRIEVAL_REVALIDATE": "off"})
     turn = [r for r in reqs if is_model_request(r) and isinstance(r.get("body"), dict) and r["body"].get("tools")]
     check(tool_answer(turn), library, "opencode: %s %s" % (cp.stdout[-1500:], cp.stderr[-1500:]))
+
+
+def test_cline_calls_search_skills_and_gets_the_skill(tmp_path):
+    require_cline()
+    home = tmp_path / "home"
+    library = make_library(home / ".cline" / "skills")
+    install("cline", home)
+    with MockLLM() as mock:
+        mock.tool_calls = [{"name": "skill-retrieval__search_skills", "args": {"query": QUERY}}]
+        cp, reqs = run_cline("find me a skill for pdf files", home, mock, tmp_path / "project", timeout=120,
+                             extra_env={"SKILL_RETRIEVAL_SEMANTIC": "off", "SKILL_RETRIEVAL_REVALIDATE": "off"})
+    check(tool_answer(reqs), library, "cline: %s %s" % (cp.stdout[-1500:], cp.stderr[-1500:]))
