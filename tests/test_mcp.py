@@ -202,6 +202,35 @@ def test_a_line_past_the_limit_is_refused_whole(tmp_path):
     assert answers[1]["error"]["code"] == -32600
 
 
+def test_a_skill_added_while_it_runs_is_found(tmp_path):
+    """The server outlives many edits: the freshness check that keeps a
+    hook's index current keeps its index current too."""
+    import time
+    root = _library(tmp_path)
+    env = base_env(tmp_path)
+    env["SKILL_RETRIEVAL_REVALIDATE"] = "0"  # check on every call
+    proc = subprocess.Popen([str(BIN), "mcp", "--root", str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=str(tmp_path))
+    try:
+        def ask(i):
+            proc.stdin.write(json.dumps(call("search_skills", {"query": "zebra grooming"}, i)).encode() + b"\n")
+            proc.stdin.flush()
+            return text_of(json.loads(proc.stdout.readline()))
+        assert ask(1).startswith("No skill matches")
+        make_skill(root, "zebra-care", {"name": "zebra-care", "description": "Zebra grooming and care"})
+        found, deadline, i = "", time.monotonic() + 60, 2
+        while "zebra-care" not in found and time.monotonic() < deadline:
+            time.sleep(0.2)
+            found, i = ask(i), i + 1
+        assert "zebra-care" in found
+    finally:
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+        assert proc.stderr.read() == b""
+        proc.stdout.close()
+        proc.stderr.close()
+
+
 def test_stray_prints_go_to_the_log_not_the_protocol(tmp_path, monkeypatch):
     """A warning printed while answering (a bad setting here) must reach
     neither stdout, which carries only protocol lines, nor stderr."""

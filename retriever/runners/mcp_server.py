@@ -125,7 +125,13 @@ class Server:
         from retriever import render, service
         req = self.request()
         req["k"] = k
-        results, _ = service.answer(query, req)
+        results, path = service.answer(query, req)
+        if path:
+            # A server lives for the whole session: skills added or edited
+            # meanwhile reach it as they reach a hook, by the freshness
+            # check (a stat while its stamp is young, else a detached
+            # rebuild that the next call reads).
+            service.maybe_revalidate(path)
         if results:
             best = max(r["score"] for r in results)
             results = [r for r in results if r["score"] >= FLOOR_SHARE * best and r["score"] > 0]
@@ -399,4 +405,12 @@ def run(args):
     """``skill-retrieve mcp``: serve until stdin closes."""
     import os
     roots = [locate.abspath(r) for r in args.root]
-    return serve(Server(args.runner, roots, os.getcwd()))
+    # The protocol gets its own copy of stdout; fd 1 and fd 2 then point
+    # at /dev/null, so nothing a child process (a rebuild, the semantic
+    # helper) or C code writes can corrupt a message or reach the user.
+    out = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    return serve(Server(args.runner, roots, os.getcwd()), stdout_fd=out)
