@@ -179,3 +179,21 @@ def test_tokens_counts_the_tool_definitions(cli, tmp_path, runner, deferred):
         else len(mcp_server.tools_json())
     assert c["mcp_tools"] == want
     assert "MCP server's tool definitions" in cli("tokens", "--runner", runner).stdout
+
+
+def test_a_project_install_registers_in_the_projects_own_files(cli, tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for runner in ("claude-code", "codex", "gemini", "opencode", "cline"):
+        assert_clean(cli("install", runner, "--project", proj))
+    servers = json.loads((proj / ".mcp.json").read_text())["mcpServers"]
+    assert servers["skill-retrieval"]["args"][-2:] == ["mcp", "claude-code"]
+    allow = json.loads((proj / ".claude" / "settings.json").read_text())["permissions"]["allow"]
+    assert allow == ["mcp__skill-retrieval"]
+    assert "skill-retrieval" in _servers("codex", proj / ".codex" / "config.toml")
+    assert "skill-retrieval" in _servers("opencode", proj / "opencode.json")
+    # Cline has no project MCP file: nothing is written where it never looks.
+    assert not list(proj.rglob("*mcp_settings*")) and not (_home(tmp_path) / ".cline" / "data").exists()
+    for runner in ("claude-code", "codex", "gemini", "opencode", "cline"):
+        assert_clean(cli("uninstall", runner, "--project", proj))
+    assert sorted(p.name for p in proj.rglob("*")) == []

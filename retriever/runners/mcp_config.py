@@ -16,7 +16,7 @@ command install wrote.  An entry of that name the user changed is kept.
 | codex | ``$CODEX_HOME/config.toml``; ``DIR/.codex/config.toml`` | ``[mcp_servers.skill-retrieval]`` |
 | gemini | ``~/.gemini/settings.json``; ``DIR/.gemini/settings.json`` | ``mcpServers`` |
 | opencode | ``$OPENCODE_CONFIG_DIR/opencode.json`` (``~/.config/opencode``); ``DIR/opencode.json`` | ``mcp`` |
-| cline | ``$CLINE_MCP_SETTINGS_PATH``, else ``$CLINE_DATA_DIR`` or ``$CLINE_DIR/data`` (``~/.cline/data``) ``/settings/cline_mcp_settings.json`` | ``mcpServers`` |
+| cline | ``$CLINE_MCP_SETTINGS_PATH``, else ``$CLINE_DATA_DIR`` or ``$CLINE_DIR/data`` (``~/.cline/data``) ``/settings/cline_mcp_settings.json``; no project file | ``mcpServers`` |
 
 Hermes is not registered here (its plugin already answers in process).
 
@@ -34,6 +34,11 @@ from retriever.runners import install as hooks
 NAME = "skill-retrieval"
 RUNNERS = ("claude-code", "codex", "gemini", "opencode", "cline")
 RECORD = "mcp "  # + runner: its key in fileutil's installed.json, beside the hook's
+
+
+# A project's own MCP settings (``--project DIR``); Cline has none.
+PROJECT_FILES = {"claude-code": ".mcp.json", "codex": ".codex/config.toml", "gemini": ".gemini/settings.json",
+                 "opencode": "opencode.json"}
 
 
 def argv(runner, python=None):
@@ -57,10 +62,7 @@ def config_path(runner, project=None, env=None):
         return os.path.abspath(os.path.expanduser(env.get(var) or default.replace("~", home, 1)))
 
     if project:
-        p = os.path.abspath(os.path.expanduser(project))
-        return os.path.join(p, {"claude-code": ".mcp.json", "codex": ".codex/config.toml",
-                                "gemini": ".gemini/settings.json", "opencode": "opencode.json",
-                                "cline": ".cline/cline_mcp_settings.json"}[runner])
+        return os.path.join(os.path.abspath(os.path.expanduser(project)), PROJECT_FILES[runner])
     if runner == "claude-code":
         d = env.get("CLAUDE_CONFIG_DIR")
         return os.path.join(os.path.abspath(os.path.expanduser(d)), ".claude.json") if d else \
@@ -322,6 +324,10 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, force=False, py
     kept, exit 0)."""
     if runner not in RUNNERS:
         return 0
+    if project and runner not in PROJECT_FILES:
+        out.write("%s: MCP server not registered for the project: %s reads MCP servers from its user "
+                  "settings only (install without --project)\n" % (runner, runner))
+        return 0
     args = argv(runner, python)
     said = []
     try:
@@ -395,7 +401,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     bytes install found when the file is as install left it, else the
     entry (and the container install added, and the file install
     created once nothing else is in it).  The steps run last first."""
-    if runner not in RUNNERS:
+    if runner not in RUNNERS or (project and runner not in PROJECT_FILES):
         return 0
     try:
         for path, key, _, unplan in reversed(_steps(runner, project)):
@@ -456,7 +462,7 @@ def _uninstall_file(path, key, unplan, dry_run, out):
 def registered(runner, project=None):
     """``(path, argv or None, why doctor may not run it or None)`` of our
     server entry for ``runner``; argv None when there is none."""
-    path = config_path(runner, project)
+    path = config_path(runner, project if runner in PROJECT_FILES else None)
     try:
         raw = fileutil.read_bytes(path)
     except (OSError, fileutil.Unchanged):
