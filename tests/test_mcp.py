@@ -243,6 +243,17 @@ def test_stray_prints_go_to_the_log_not_the_protocol(tmp_path, monkeypatch):
     assert "SKILL_RETRIEVAL_TOP_K" in log
 
 
+def test_a_query_starting_with_mcp_is_still_a_search(tmp_path):
+    """Only the server's own command line (a runner, --root, --help)
+    starts it: "mcp pdf merge" searches, as it did before the subcommand."""
+    from skillret_helpers import run_cli
+    root = _library(tmp_path)
+    proc = run_cli(["mcp", "merge", "pdf", "--root", root], base_env(tmp_path))
+    assert proc.returncode == 0 and "pdf-merge" in proc.stdout, proc.stderr
+    helped = run_cli(["mcp", "--help"], base_env(tmp_path))
+    assert helped.returncode == 0 and "search_skills" in helped.stdout
+
+
 def test_the_per_prompt_path_never_imports_the_server():
     from test_architecture import HOOK_MODULES, QUERY_MODULES, import_graph
     assert "retriever.runners.mcp_server" not in HOOK_MODULES | QUERY_MODULES

@@ -40,7 +40,7 @@ def parse_fast(argv):
     opts = {"roots": [], "index": None, "k": None, "format": "text", "platform": None,
             "fresh": False, "words": [], "hook": None, "rerank": False, "runner": None}
     args = list(argv)
-    if args and args[0] in _SUBCOMMANDS_COLD:
+    if args and args[0] in _SUBCOMMANDS_COLD and not (args[0] == "mcp" and not _mcp_form(args[1:])):
         return None
     hook = bool(args) and args[0] == "hook"
     if hook:
@@ -58,6 +58,27 @@ def parse_fast(argv):
         if len(words) > 1 and "error" not in opts:
             opts["error"] = "bad hook command line: unexpected arguments %s" % " ".join(words[1:])
     return opts
+
+
+def _mcp_form(rest):
+    # True when the words after "mcp" are the server's own (at most one
+    # runner name, --root DIR, --help): what install registers.  Anything
+    # else ("mcp server auth") is a search for those words, as before the
+    # subcommand existed.
+    from retriever.runners.registry import NAMES
+    runners = 0
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if a in ("-h", "--help") or a.startswith("--root="):
+            i += 1
+        elif a == "--root":
+            i += 2
+        elif a in NAMES and runners == 0:
+            runners, i = 1, i + 1
+        else:
+            return False
+    return True
 
 
 _VALUE_FLAGS = ("--root", "--index", "-k", "--k", "--format", "--platform", "--runner")
