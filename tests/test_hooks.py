@@ -527,3 +527,43 @@ def test_hermes_hook_ranks_within_what_hermes_shows(hook, tmp_path):
     proc = hook("hermes", payload("hermes", "upload release archives to the legacy ftp server"), env=env)
     got = set(re.findall(r"\*\*([a-z0-9:-]+)\*\*", parse(proc)["context"]))
     assert got == {"ftp-checksum", "myplug:ftp-mirror"}, got
+
+
+# ------------------------------------------------- the session-start hook
+
+
+def _wait_for(cond, timeout=60.0):
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "codex", "gemini"])
+def test_the_session_start_hook_prints_nothing_and_builds_the_index_in_the_background(runner, cli, cli_env, log):
+    # Issue 38: `warm RUNNER` runs when a session starts.  It prints
+    # nothing (Claude Code hands a SessionStart hook's stdout to the
+    # model) and leaves the work to a detached child: with the semantic
+    # tier off, that child builds the index of the runner's skill set, so
+    # the first prompt finds it.
+    home = cli_env["HOME"]
+    folder = {"claude-code": os.path.join(home, ".claude", "skills"),
+              "codex": os.path.join(home, ".codex", "skills"),
+              "gemini": os.path.join(home, ".gemini", "skills")}[runner]
+    make_skill(folder, "pdf-extract", {"name": "pdf-extract", "description": "Extract text from scanned PDF files."})
+    start = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "cwd": home, "session_id": "s1"})
+    proc = cli("warm", runner, input=start, cwd=home)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    assert _wait_for(lambda: os.path.isdir(cache) and any(f.endswith(".skr") for f in os.listdir(cache)))
+    assert _wait_for(lambda: "warm %s: built index" % runner in "\n".join(log()))
+
+
+@pytest.mark.parametrize("args", [["warm"], ["warm", "nope"], ["warm", "claude-code", "extra"]])
+def test_a_bad_session_start_command_line_is_silent_and_logged(args, cli, log):
+    proc = cli(*args, input="{}")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert "warm: bad command line" in "\n".join(log())

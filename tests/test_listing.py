@@ -73,7 +73,9 @@ def test_claude_code_lists_each_skill_by_name_and_keeps_the_users_entries(run, h
     data = json.loads(read(claude_settings(home)))
     assert data["skillOverrides"] == {"beta": "off", "zeta": "on", "alpha": "name-only", "gamma": "name-only"}
     assert data["theme"] == "dark"
-    (group,) = data["hooks"]["SessionStart"]
+    # The session-start hooks: the helper's warm-up (the hook's install) and sync.
+    warm, group = data["hooks"]["SessionStart"]
+    assert " warm claude-code" in warm["hooks"][0]["command"]
     assert " sync claude-code" in group["hooks"][0]["command"]
     # a second install changes nothing
     before = read(claude_settings(home))
@@ -87,7 +89,9 @@ def test_no_compact_installs_the_hook_alone(run, home):
     skill(os.path.join(home, ".claude", "skills"), "alpha")
     assert_clean(run("install", "claude-code", "--no-compact"))
     data = json.loads(read(claude_settings(home)))
-    assert "skillOverrides" not in data and list(data["hooks"]) == ["UserPromptSubmit"]
+    assert "skillOverrides" not in data and list(data["hooks"]) == ["UserPromptSubmit", "SessionStart"]
+    (warm,) = data["hooks"]["SessionStart"]  # the helper's warm-up, and no sync
+    assert warm["hooks"][0]["command"].endswith(" warm claude-code")
 
 
 def test_uninstall_deletes_the_settings_file_install_created(run, home):
@@ -413,7 +417,7 @@ def test_project_install_syncs_the_projects_settings(cli, run, tmp_path):
     settings = proj / ".claude" / "settings.json"
     data = json.loads(settings.read_text())
     assert data["skillOverrides"] == {"alpha": "name-only"}
-    (group,) = data["hooks"]["SessionStart"]
+    _warm, group = data["hooks"]["SessionStart"]
     argv = group["hooks"][0]["command"].split()
     assert argv[-2:] == ["--project", str(proj)]
     skill(str(skills), "late")

@@ -811,6 +811,30 @@ def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, 
     assert "semantic helper: started" in log and "exiting (idle for 5s)" in log
 
 
+def test_the_session_start_hook_warms_the_helper_for_the_first_prompt(tmp_path, helpers):
+    """Issue 38: with no helper running, ``warm claude-code`` (the
+    SessionStart hook) prints nothing, starts the helper and has it load
+    the vectors of the runner's index and the model, with no prompt yet:
+    the session's first prompt then gets the tier's answer."""
+    from pathlib import Path
+    env = _helper_env(tmp_path, idle=60)
+    helpers[1](env)
+    for rel, (desc, body) in SKILLS.items():  # Claude Code reads one level down
+        name = rel.split("/")[-1]
+        make_skill(Path(env["HOME"]) / ".claude" / "skills", name, {"name": name, "description": desc}, body=body)
+    cwd = str(tmp_path)
+    start = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "cwd": cwd, "session_id": "s1"})
+    out = run_cli(["warm", "claude-code"], env, input=start, cwd=cwd)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    log = tmp_path / "xdg-cache" / "skill-retrieval" / "skill-retrieval.log"
+    assert _wait(lambda: log.exists() and "model loaded" in log.read_text() and " ready (" in log.read_text())
+    # BM25 alone has nothing for this Spanish prompt: the tier answers it.
+    prompt = json.dumps({"prompt": "¿Cómo encuentro el cambio que introdujo el error en el historial?",
+                         "cwd": cwd, "session_id": "s1"})
+    out = run_cli(["hook", "claude-code"], env, input=prompt, cwd=cwd)
+    assert "git-bisect" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
 def test_the_hermes_plugin_fuses_in_process(tmp_path, tree, monkeypatch):
     from hermes_plugin import runtime
     monkeypatch.setenv("SKILL_RETRIEVAL_SEMANTIC", "on")

@@ -172,16 +172,17 @@ def _build_cmd(path, roots=None):
 # -------------------------------------------------------------- runners
 
 
-def _our_commands(data, runner):
+def _our_commands(data, runner, event=None, ours=install.is_ours):
     """Commands of our handlers in a parsed settings object (install.py
-    keeps its own walk private)."""
+    keeps its own walk private): the prompt hook's, or with ``event`` and
+    ``ours`` (``install.is_warm``) the session-start hook's."""
     hooks = data.get("hooks") if isinstance(data, dict) else None
-    groups = hooks.get(RECORDS[runner]["event"]) if isinstance(hooks, dict) else None
+    groups = hooks.get(event or RECORDS[runner]["event"]) if isinstance(hooks, dict) else None
     out = []
     for g in groups if isinstance(groups, list) else ():
         hs = g.get("hooks") if isinstance(g, dict) else None
         for h in hs if isinstance(hs, list) else ():
-            if isinstance(h, dict) and install.is_ours(h.get("command"), runner):
+            if isinstance(h, dict) and ours(h.get("command"), runner):
                 out.append(h["command"])
     return out
 
@@ -388,6 +389,14 @@ def _check_settings_hook(report, runner, path=None):
         _finding(report, "warn", "%s: %d skill-retrieve hooks in %s; each prompt runs all of them"
                  % (runner, len(cmds), path), "skill-retrieve install %s  (keeps one)" % runner)
     info["hook"] = check_command(report, runner, cmds[0], path, may_run(runner, path, cmds[0]))
+    start = RECORDS[runner].get("start")
+    if start:
+        warm = _our_commands(data, runner, start, install.is_warm)
+        info["session_start"] = {"event": start, "command": warm[0] if warm else None}
+        if not warm:
+            _finding(report, "warn", "%s: no session-start hook in %s, so the first prompt after a break is "
+                     "answered by BM25 alone while the semantic helper loads" % (runner, path),
+                     "skill-retrieve install %s" % runner)
     return info
 
 
@@ -934,6 +943,11 @@ def render_text(report):
             site = ("-S, no .pth files" if hook.get("no_site") else
                     "no -S: %s load" % plural(len(hook.get("pth", ())), ".pth file"))
             w("         python: %s (%s, %s)" % (_home(hook["interpreter"]), what, site))
+        st = r.get("session_start")
+        if st:
+            w("         session start: %s" % ("%s runs `warm %s` (starts the semantic helper)" % (st["event"], r["runner"])
+                                          if st["command"] else "no %s hook: the first prompt starts the helper"
+                                          % st["event"]))
         no = r.get("names_only")
         if no:
             w("         names only: %s" % {"on": "on, %s listed by name" % plural(no["covered"], "skill"),

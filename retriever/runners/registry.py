@@ -4,6 +4,9 @@ here (and its tests); nothing else names runners one by one.
 
 A record is a plain dict:
   event     the hook event the runner fires per prompt
+  start     the event it fires when a session starts, where ``install``
+            registers ``skill-retrieve warm RUNNER`` beside the prompt hook
+            (JSON-configured runners whose pinned version has one)
   prompt    the keys leading to the user's prompt in the stdin JSON
   output    the stdout for a retrieved block: a %-format taking the block
             as a JSON string literal
@@ -46,6 +49,7 @@ RUNNERS = {
     "claude-code": {
         "load": 'with the Skill tool',
         "event": "UserPromptSubmit",
+        "start": "SessionStart",
         "prompt": ("prompt",),
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
         "empty": "",
@@ -61,6 +65,7 @@ RUNNERS = {
     "codex": {
         "load": 'by reading its SKILL.md',
         "event": "UserPromptSubmit",
+        "start": "SessionStart",
         "prompt": ("prompt",),
         # Codex validates against a strict schema: no other keys.
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
@@ -80,6 +85,7 @@ RUNNERS = {
     "gemini": {
         "load": 'with the activate_skill tool',
         "event": "BeforeAgent",
+        "start": "SessionStart",
         "prompt": ("prompt",),
         "output": _CLAUDE_SHAPE % "BeforeAgent",
         "empty": "{}\n",  # empty stdout would make Gemini read stderr instead
