@@ -130,7 +130,9 @@ def test_each_runner_gets_its_exact_shape(runner, hook, cli, skills, log):
 def test_nothing_relevant_gives_the_runners_empty_answer(runner, hook, skills, log):
     proc = hook(runner, payload(runner, UNRELATED), "--root", skills)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, EMPTY[runner], "")
-    assert not [l for l in log() if "hook %s: " % runner in l and "built index" not in l]
+    # Only the index build and the tier's absence (turned off here) are logged.
+    assert not [l for l in log() if "hook %s: " % runner in l and "built index" not in l
+                and "answered by BM25 alone: turned off" not in l]
 
 
 def test_output_is_one_json_line(hook, skills):
@@ -567,3 +569,28 @@ def test_a_bad_session_start_command_line_is_silent_and_logged(args, cli, log):
     proc = cli(*args, input="{}")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert "warm: bad command line" in "\n".join(log())
+
+
+# --------------------------------------------- which tier answered (issue 38)
+
+
+def test_each_prompt_answered_by_bm25_alone_is_logged_with_why_and_doctor_counts_them(hook, cli, skills, log):
+    for n in range(2):  # the tier is off here
+        parse(hook("claude-code", {"prompt": PROMPT, "cwd": "/", "session_id": "s%d" % n}, "--root", skills))
+    # Without the extra (an interpreter without numpy): said as such.
+    bare = "/usr/bin/python3"
+    if not os.path.exists(bare) or subprocess.run([bare, "-c", "import numpy"], capture_output=True).returncode == 0:
+        pytest.skip("no interpreter without numpy here")
+    parse(hook("claude-code", {"prompt": PROMPT, "cwd": "/", "session_id": "s3"}, "--root", skills,
+               env={"SKILL_RETRIEVAL_SEMANTIC": "on", "SKILL_RETRIEVAL_PYTHON": bare}))
+    lines = [l for l in log() if "answered by BM25 alone" in l]
+    assert len(lines) == 3
+    assert lines[0].endswith("hook claude-code: answered by BM25 alone: turned off (SKILL_RETRIEVAL_SEMANTIC=off)")
+    assert lines[2].endswith("answered by BM25 alone: the semantic extra is not installed")
+    # doctor's probe names no session, so it is not counted.
+    rep = json.loads(cli("doctor", "--root", skills, "--format", "json").stdout)
+    assert rep["semantic"]["recent"] == {"prompts": 3, "bm25": 3, "why": {"turned off": 2,
+                                                                           "the semantic extra is not installed": 1}}
+    out = cli("doctor", "--root", skills, "--no-probe").stdout
+    assert ("3 of the last 3 prompts were answered by BM25 alone: turned off (2), "
+            "the semantic extra is not installed (1)") in out

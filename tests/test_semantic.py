@@ -795,8 +795,10 @@ def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, 
         return out.stdout
 
     # BM25 alone has nothing for this Spanish prompt: the first hook call
-    # prints nothing and starts the helper, detached.
+    # prints nothing and starts the helper, detached, and says so in the log.
     assert hook() == ""
+    log = tmp_path / "xdg-cache" / "skill-retrieval" / "skill-retrieval.log"
+    assert "hook claude-code: answered by BM25 alone: helper loading (none was running" in log.read_text()
     assert _wait(lambda: _alive(_pid(env)))
     pid = _pid(env)
     # Once it is up, the hook injects the English skill through it.

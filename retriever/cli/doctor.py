@@ -609,6 +609,21 @@ def _log_tail(since):
 # ---------------------------------------------------------------- doctor
 
 
+def recent_tiers(m=50):
+    """How the last ``m`` prompts the hooks answered were answered:
+    ``{"prompts": M, "bm25": N, "why": {reason: count}}``, reasons without
+    their detail ("helper loading", "turned off", ...), most frequent first."""
+    from retriever.runners import hook
+    lines = hook.recent_tiers(m)
+    why = {}
+    for l in lines:
+        if l.startswith("bm25 "):
+            r = l[5:].split(" (")[0]
+            why[r] = why.get(r, 0) + 1
+    return {"prompts": len(lines), "bm25": sum(why.values()),
+            "why": dict(sorted(why.items(), key=lambda kv: -kv[1]))}
+
+
 def check_runner(report, runner, projects=()):
     """One runner's set-up: the user's settings, else the first project
     in ``projects`` (folders, nearest first) whose settings have our hook
@@ -825,6 +840,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
 
     from retriever import semantic
     report["semantic"] = semantic.state(list(idx_users))
+    report["semantic"]["recent"] = recent_tiers()
     from retriever.cli import bundler
     b_state, b_path = bundler.state(sys.modules["retriever"].__path__[0].rsplit("/", 1)[0])
     report["bundle"] = {"state": b_state, "path": b_path}
@@ -923,6 +939,11 @@ def render_text(report):
         w("  %-4s %s; helper %s" % ("ok" if sem["state"] == "on" else "--", sem["state"], sem["helper"]))
         for p, v in sem["vectors"].items():
             w("       vectors of %s: %s" % (_home(p), v))
+        rec = sem.get("recent")
+        if rec and rec["prompts"]:
+            w("  %-4s %d of the last %d prompts were answered by BM25 alone%s" % (
+                "ok" if not rec["bm25"] else "--", rec["bm25"], rec["prompts"],
+                ": " + ", ".join("%s (%d)" % kv for kv in rec["why"].items()) if rec["bm25"] else ""))
     b = report.get("bundle")
     if b:
         w("Start-up")
