@@ -152,9 +152,19 @@ RUNNERS = {
                     "// skill-retrieve hook opencode: add the skills relevant to each user message.\n"
                     "// Written by `skill-retrieve install opencode`; `skill-retrieve uninstall opencode` removes it.\n"
                     "// command: {command}\n"
-                    "import {{ spawnSync }} from \"node:child_process\";\n"
+                    "import {{ spawn, spawnSync }} from \"node:child_process\";\n"
                     "const ARGV = {argv};\n"
-                    "export const SkillRetrieval = async ({{ directory }}) => ({{\n"
+                    "export const SkillRetrieval = async ({{ directory }}) => {{\n"
+                    "  try {{\n"
+                    "    // Loaded as a session starts: warm the semantic helper for the first message.\n"
+                    "    const w = spawn(ARGV[0], ARGV.slice(1, -2).concat([\"warm\", \"opencode\"]),\n"
+                    "      {{ stdio: [\"pipe\", \"ignore\", \"ignore\"], detached: true }});\n"
+                    "    w.on(\"error\", () => {{}});\n"
+                    "    w.stdin.on(\"error\", () => {{}});\n"
+                    "    w.stdin.end(JSON.stringify({{ cwd: directory }}));\n"
+                    "    w.unref();\n"
+                    "  }} catch (e) {{ /* fail open: the first message starts the helper */ }}\n"
+                    "  return {{\n"
                     "  \"chat.message\": async (input, output) => {{\n"
                     "    try {{\n"
                     "      const prompt = (output.parts || []).filter((p) => p.type === \"text\" && !p.synthetic)\n"
@@ -171,7 +181,8 @@ RUNNERS = {
                     "      output.parts.push({{ ...ids, type: \"text\", text: context, synthetic: true }});\n"
                     "    }} catch (e) {{ /* fail open: the message goes as it is */ }}\n"
                     "  }},\n"
-                    "}});\n", 0o644),
+                    "  }};\n"
+                    "}};\n", 0o644),
         "timeout": (5, "s"),
         "switches": (),
         "skills": "opencode",

@@ -85,6 +85,10 @@ def warm(runner, raw):
         return True
     req["wait"] = BUILD_WAIT
     idx = service.open_detached(req)
+    if idx is not None:
+        # Skills edited since the last session: checked as after a prompt
+        # (SKILL_RETRIEVAL_REVALIDATE), in a child of its own.
+        service.maybe_revalidate(req["_path"])
     if idx is None or not tier or not idx["header"]["n_docs"]:
         return idx is not None
     deadline = time.monotonic() + HELPER_WAIT
