@@ -536,6 +536,28 @@ def test_first_query_starts_a_helper_and_answers_bm25(tmp_path, tree, helpers):
     assert _wait(lambda: not _alive(pid), 30)
 
 
+def test_only_the_first_question_after_a_helper_start_may_wait_for_it(tmp_path, monkeypatch):
+    """Issue 38, item 2: a question that finds the helper loading waits
+    for it (at most FIRST_WAIT) only when the helper was started within
+    RECENT seconds, and only once per start."""
+    import time
+    from retriever.semantic import client
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    folder = tmp_path / "skill-retrieval"
+    assert not client.may_wait()  # never started
+    folder.mkdir(mode=0o700)
+    stamp = folder / "semantic.spawned"
+    stamp.write_text("")
+    old = time.time() - client.RECENT - 5
+    os.utime(stamp, (old, old))
+    assert not client.may_wait()  # started long ago: loading for another reason
+    os.utime(stamp, None)
+    assert client.may_wait() and not client.may_wait()  # once
+    later = time.time() + 2
+    os.utime(stamp, (later, later))  # started again
+    assert client.may_wait(now=later) and not client.may_wait(now=later)
+
+
 def test_stale_socket_or_tier_off_gives_the_bm25_answer(tmp_path, tree, helpers):
     env = _helper_env(tmp_path)
     env["SKILL_RETRIEVAL_SEMANTIC"] = "off"
