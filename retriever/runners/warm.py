@@ -90,6 +90,8 @@ def warm(runner, raw):
         # (SKILL_RETRIEVAL_REVALIDATE), in a child of its own.
         service.maybe_revalidate(req["_path"])
     if idx is None or not tier or not idx["header"]["n_docs"]:
+        locate.log("warm %s: index %s %s%s" % (runner, req["_path"], "not ready" if idx is None else "ready",
+                                                "" if tier else " (semantic tier off or not installed)"))
         return idx is not None
     deadline = time.monotonic() + HELPER_WAIT
     while True:
