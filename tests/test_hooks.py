@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import make_skill
+from conftest import make_skill, wait_until
 
 PROMPT = "pull the text out of my scanned pdf invoice"
 UNRELATED = "zzyzx qwvvb"
@@ -534,16 +534,6 @@ def test_hermes_hook_ranks_within_what_hermes_shows(hook, tmp_path):
 # ------------------------------------------------- the session-start hook
 
 
-def _wait_for(cond, timeout=60.0):
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.parametrize("runner", ["claude-code", "codex", "gemini"])
 def test_the_session_start_hook_prints_nothing_and_builds_the_index_in_the_background(runner, cli, cli_env, log):
     # Issue 38: `warm RUNNER` runs when a session starts.  It prints
@@ -560,8 +550,8 @@ def test_the_session_start_hook_prints_nothing_and_builds_the_index_in_the_backg
     proc = cli("warm", runner, input=start, cwd=home)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
-    assert _wait_for(lambda: os.path.isdir(cache) and any(f.endswith(".skr") for f in os.listdir(cache)))
-    assert _wait_for(lambda: "warm %s: built index" % runner in "\n".join(log()))
+    assert wait_until(lambda: os.path.isdir(cache) and any(f.endswith(".skr") for f in os.listdir(cache)))
+    assert wait_until(lambda: "warm %s: built index" % runner in "\n".join(log()))
 
 
 @pytest.mark.parametrize("args", [["warm"], ["warm", "nope"], ["warm", "claude-code", "extra"]])

@@ -28,7 +28,7 @@ import pytest
 
 from retriever import semantic
 
-from .runners import (REPO_ROOT, VERSIONS, _kill_group, claude_bin, claude_env, require_claude)
+from .runners import REPO_ROOT, VERSIONS, claude_bin, claude_env, end_process, require_claude
 from .test_claude_codex_e2e import make_library
 
 BIN = REPO_ROOT / "bin" / "skill-retrieve"
@@ -84,10 +84,7 @@ def claude_session(home: Path, project: Path, mock, extra: dict, prompt: str, af
             proc.stdin.close()
             proc.wait(timeout=120)
         finally:
-            _kill_group(proc)
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+            end_process(proc)
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
     events = []
