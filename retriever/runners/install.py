@@ -559,6 +559,9 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     if saved:
         out.write("backed up %s to %s\n" % (path, saved))
     out.write("installed the %s hook in %s\n  command: %s\n" % (runner, path, command))
+    if RECORDS[runner].get("start"):
+        out.write("  on %s: %s  (starts the semantic helper)\n" % (RECORDS[runner]["start"],
+                                                                warm_command(command, runner)))
     out.write("  %s\n" % RECORDS[runner]["note"])
     _warm(runner, project, out)
     return 0
