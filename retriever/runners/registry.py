@@ -78,7 +78,7 @@ RUNNERS = {
         "session": {"id": ("session_id",), "transcript": ("transcript_path",)},
         "payload": {"session_id": None, "transcript_path": None, "hook_event_name": "UserPromptSubmit",
                     "turn_id": "doctor", "model": "doctor", "permission_mode": "default"},
-        "note": ("Codex skips hooks it does not trust, silently: open codex and approve it in /hooks "
+        "note": ("Codex skips hooks it does not trust, silently: open codex and approve both in /hooks "
                  "(project hooks also need the project trusted); CI can pass "
                  "--dangerously-bypass-hook-trust to codex exec."),
     },
