@@ -102,7 +102,7 @@ def warm(runner, raw):
         if time.monotonic() > deadline:
             locate.log("warm %s: no semantic helper answered in %gs" % (runner, HELPER_WAIT))
             return False
-        time.sleep(0.1)
+        time.sleep(0.02)  # the helper's model load starts with this question: ask soon
 
 
 def ask(index_path):

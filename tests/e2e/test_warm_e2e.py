@@ -28,7 +28,7 @@ import pytest
 
 from retriever import semantic
 
-from .runners import REPO_ROOT, VERSIONS, claude_bin, claude_env, end_process, require_claude
+from .runners import CLAUDE_VERSIONS, REPO_ROOT, claude_bin, claude_env, end_process, require_claude
 from .test_claude_codex_e2e import make_library
 
 BIN = REPO_ROOT / "bin" / "skill-retrieve"
@@ -109,8 +109,8 @@ def diag(events, home: Path) -> str:
     return "events: %s\nlog: %s" % (json.dumps(events)[-3000:], log.read_text()[-3000:] if log.exists() else "-")
 
 
-def test_claude_code_session_start_warms_the_helper_for_the_first_prompt(mock_llm, tmp_path, tier_env):
-    version = VERSIONS["CLAUDE_CODE_LATEST"]
+@pytest.mark.parametrize("version", CLAUDE_VERSIONS)
+def test_claude_code_session_start_warms_the_helper_for_the_first_prompt(mock_llm, tmp_path, tier_env, version):
     home = tmp_path / "home"
     project = tmp_path / "project"
     project.mkdir()
