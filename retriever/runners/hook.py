@@ -223,7 +223,9 @@ def note_tier(runner, why, count=True):
     line in the log; with ``count``, which tier answered goes to the
     prompt tally ``doctor`` reads: "tier" or "bm25 <why>".  Never raises."""
     if why:
-        locate.log("hook %s: answered by BM25 alone: %s" % (runner, why), make=False)
+        # Turned off, every prompt says so: that routine line does not
+        # create the cache folder (no ``os`` import on the hot path).
+        locate.log("hook %s: answered by BM25 alone: %s" % (runner, why), make=not why.startswith("turned off"))
     if not count:
         return
     try:
