@@ -308,3 +308,18 @@ def note(runner, session_id, text, injected, tier, loaded, analyzer=None):
                     text if learn else None, terms))
     except Exception as exc:
         locate.log("usage record: not written (%s: %s)" % (type(exc).__name__, exc))
+
+
+def relearn(index_path):
+    """Fold the record into the learnt table of the index at
+    ``index_path`` (``retriever.learn``).  Run in a detached child after
+    a prompt that saw loads, or whose index was rebuilt since the table
+    was folded.  Never raises."""
+    try:
+        import time
+        from retriever import learn
+        now = time.time()
+        learn.write(index_path, read(now=now)[0], now)
+    except Exception as exc:
+        locate.log("learning: not folded (%s: %s)" % (type(exc).__name__, exc))
+    return True

@@ -1,0 +1,223 @@
+"""Learning from what the agent loads: the user's own words for a skill.
+
+A skill the agent loaded after a prompt gains that prompt's terms as
+evidence (the usage record, ``retriever.usage``), so a later prompt in
+those words ranks it higher and passes the gate, with BM25 alone too.
+
+The record is folded, off the hot path, into a small "learnt" table per
+index (``fold``, written by ``usage.relearn``): ``{term: [term number,
+{skill number: evidence}]}``.  The hook reads it with one small read
+(``load``) and ``apply`` adds it to the message's BM25 scores and to the
+skills each term is found in, so the gate sees it through its usual
+features (coverage, known terms, rarest term): no coefficient changes.
+
+Guards:
+- evidence decays with age (HALF_LIFE_S) and saturates (``v / (v + 1)``
+  times the term's IDF at most: less than one field match of the
+  library's own text), and the table keeps MAX_TERMS terms at most;
+- a load of a skill the session had injected counts FOLLOWED, an
+  unoffered load UNOFFERED (the agent went and found it): a loop of
+  injecting and loading feeds itself only half as fast;
+- a skill injected and then not loaded loses IGNORED per prompt, only
+  where the runner shows loads (``loaded`` not None); a net loss lowers
+  its score by at most PENALTY of the term's IDF, and never adds it to a
+  term's skills;
+- per user and per index, in the cache folder; ``SKILL_RETRIEVAL_LEARN=off``
+  neither reads nor writes it; ``stats --forget`` deletes it.
+
+Terms the library does not hold (team jargon) are given the term number
+of the library's rarest term, so their IDF is that of a word one skill
+has.
+"""
+
+import posix
+
+from retriever import locate
+
+VERSION = 1
+PREFIX = "learnt-"
+HALF_LIFE_S = 30 * 86400.0
+UNOFFERED = 1.0
+FOLLOWED = 0.5
+IGNORED = 0.1
+PENALTY = 0.2
+MAX_TERMS = 4000
+MAX_BYTES = 1 << 20
+
+
+def path(index_path):
+    """The learnt table of the index at ``index_path``, in the cache folder."""
+    return locate.cache_dir() + "/" + PREFIX + locate.fnv64(index_path)
+
+
+def _identity(index_path):
+    # Which build of the index a table was folded for: skill numbers
+    # change with a rebuild.
+    try:
+        st = posix.stat(index_path)
+    except OSError:
+        return None
+    return "%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def evidence(entries, now):
+    """``{term: {skill name: evidence}}`` from usage record entries
+    (``usage.read``, oldest first): each prompt's loads (seen at its
+    session's next prompt) and its injected skills not loaded."""
+    out = {}
+    last = {}  # session -> (entry, names injected so far in the session)
+    for e in entries:
+        key = (e["runner"], e["session"])
+        prev = last.get(key)
+        if prev is not None and e["loaded"] is not None and prev[0]["terms"]:
+            p, offered = prev
+            decay = 0.5 ** (max(0.0, now - p["t"]) / HALF_LIFE_S)
+            loaded = set(e["loaded"])
+            gains = {}
+            for name in loaded:
+                gains[name] = (FOLLOWED if name in offered else UNOFFERED) * decay
+            for names in p["injected"]:
+                if not loaded.intersection(names):
+                    gains[names[0]] = gains.get(names[0], 0.0) - IGNORED * decay
+            for t in p["terms"]:
+                row = out.setdefault(t, {})
+                for name, g in gains.items():
+                    row[name] = row.get(name, 0.0) + g
+        offered = set(prev[1]) if prev is not None else set()
+        for names in e["injected"]:
+            offered.update(names)
+        last[key] = (e, offered)
+    return out
+
+
+def fold(idx, entries, now):
+    """The learnt table of ``idx`` for usage entries: ``{term: [term
+    number, {skill number: evidence}]}``; names not in the index dropped."""
+    from retriever.store import doc, find_term
+    ev = evidence(entries, now)
+    if not ev:
+        return {}
+    number = {}
+    for n in range(idx["header"]["n_docs"]):
+        rid, name = doc(idx, n)[:2]
+        number.setdefault(name, n)
+        number.setdefault(rid.rsplit("/", 1)[-1].rsplit(":", 1)[-1], n)
+    idf = idx["idf"]
+    rare = max(range(len(idf)), key=idf.__getitem__) if len(idf) else -1
+    table = {}
+    for t, row in ev.items():
+        skills = {}
+        for name, v in row.items():
+            n = number.get(name)
+            if n is not None and abs(v) > 1e-3:
+                skills[str(n)] = round(skills.get(str(n), 0.0) + v, 4)
+        if skills:
+            i = find_term(idx, t)
+            if i < 0:
+                i = rare
+            if i >= 0:
+                table[t] = [i, skills]
+    if len(table) > MAX_TERMS:
+        keep = sorted(table, key=lambda t: -max(abs(v) for v in table[t][1].values()))[:MAX_TERMS]
+        table = {t: table[t] for t in keep}
+    return table
+
+
+def write(index_path, entries, now):
+    """Fold usage ``entries`` into the learnt table of the index at
+    ``index_path`` and write it atomically (removed when empty)."""
+    from retriever import fileutil, jsonlite, store
+    ident = _identity(index_path)
+    where = path(index_path)
+    table = fold(store.load(index_path), entries, now) if entries and ident else {}
+    if not table:
+        try:
+            posix.unlink(where)
+        except OSError:
+            pass
+        return
+    fileutil.write_atomic(where, jsonlite.encode({"v": VERSION, "index": ident, "terms": table}), mode=0o600)
+
+
+def load(index_path):
+    """The learnt table for the index at ``index_path`` (``{term: (term
+    number, {skill number: evidence})}``), or None: missing, not the
+    user's own or damaged; False when it was folded for another build of
+    the index (``usage.relearn`` folds it again)."""
+    fd = locate.open_own(path(index_path))
+    if fd < 0:
+        return None
+    try:
+        raw = posix.read(fd, MAX_BYTES)
+    finally:
+        posix.close(fd)
+    from retriever import jsonlite
+    try:
+        v = jsonlite.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(v, dict) or v.get("v") != VERSION or not isinstance(v.get("terms"), dict):
+        return None
+    if v.get("index") != _identity(index_path):
+        return False
+    out = {}
+    for t, row in v["terms"].items():
+        if isinstance(row, list) and len(row) == 2 and isinstance(row[0], int) and isinstance(row[1], dict):
+            out[t] = (row[0], {int(n): w for n, w in row[1].items()
+                               if n.isdigit() and isinstance(w, (int, float))})
+    return out
+
+
+def apply(idx, table, terms, acc, found):
+    """Add the learnt evidence for the message's ``terms`` to its BM25
+    scores ``acc`` and to the skills each term is ``found`` in (both in
+    place, as ``query.parse`` made them).  Returns ``{skill number: the
+    score it added}`` (``explain`` shows that share)."""
+    idf = idx["idf"]
+    n_docs = idx["header"]["n_docs"]
+    added = {}
+    for t in terms:
+        row = table.get(t)
+        if row is None:
+            continue
+        i, skills = row
+        if not 0 <= i < len(idf):
+            continue
+        w = idf[i]
+        have = found.get(t)
+        docs = list(have[1]) if have else []
+        grew = False
+        for n, v in skills.items():
+            if not 0 <= n < n_docs:
+                continue
+            if v <= 0 and n not in acc:
+                continue  # a loss lowers a score; it never makes a candidate
+            s = w * v / (v + 1.0) if v > 0 else -PENALTY * w * min(1.0, -v)
+            acc[n] = acc.get(n, 0.0) + s
+            added[n] = added.get(n, 0.0) + s
+            if v > 0 and n not in docs:
+                docs.append(n)
+                grew = True
+        if grew:
+            found[t] = (have[0] if have else i, docs)
+    return added
+
+
+def forget():
+    """Delete every learnt table of this user; returns how many."""
+    folder = locate.cache_dir()
+    try:
+        names = posix.listdir(folder)
+    except OSError:
+        return 0
+    gone = 0
+    for name in names:
+        if name.startswith(PREFIX):
+            try:
+                st = posix.lstat(folder + "/" + name)
+                if locate.own_file(st):
+                    posix.unlink(folder + "/" + name)
+                    gone += 1
+            except OSError:
+                pass
+    return gone

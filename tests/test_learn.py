@@ -1,0 +1,78 @@
+"""Learning from what the agent loads (``retriever.learn``), through the
+real Claude Code hook with a transcript written as Claude Code writes one
+(a ``Skill`` tool call): team jargon no skill's text holds comes to name
+the skill the agent loads after it."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from retriever import learn, usage
+from skillret_helpers import make_skill
+from test_usage import Transcript, hook  # noqa: F401  (the fixture)
+
+
+@pytest.fixture
+def skills(tmp_path):
+    root = tmp_path / "skills"
+    make_skill(root, "rss-digest", {"name": "rss-digest",
+                                    "description": "Summarize RSS and Atom feeds into a daily digest of new posts"})
+    make_skill(root, "pdf-merge", {"name": "pdf-merge", "description": "Merge PDF files into one document"})
+    make_skill(root, "k8s-certs", {"name": "k8s-certs", "description": "Rotate Kubernetes TLS certificates"})
+    make_skill(root, "meeting-notes", {"name": "meeting-notes",
+                                       "description": "Write meeting notes and a brief summary of decisions"})
+    return root
+
+
+BM25 = {"SKILL_RETRIEVAL_SEMANTIC": "off"}
+
+
+def tables(cli_env):
+    return sorted((Path(cli_env["XDG_CACHE_HOME"]) / "skill-retrieval").glob(learn.PREFIX + "*"))
+
+
+def teach(hook, tmp_path, cli_env, env=None, tag="a"):
+    """Three sessions: "grab the morning brief", the agent loads
+    rss-digest, the user says thanks; then wait for the background fold."""
+    for s in range(3):
+        sid = "%s%d" % (tag, s)
+        t = Transcript(tmp_path / (sid + ".jsonl"))
+        hook("grab the morning brief", sid, t.path, env=env)
+        t.load("rss-digest")
+        assert hook("thanks", sid, t.path, env=env) == ""
+    if env and env.get("SKILL_RETRIEVAL_LEARN") == "off":
+        return
+    deadline = time.monotonic() + 20
+    while not tables(cli_env) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("env", [None, BM25], ids=["default", "bm25"])
+def test_jargon_learnt_from_loads_gets_the_skill_injected(hook, tmp_path, cli_env, env):
+    assert "rss-digest" not in hook("grab the morning brief for today", "before", env=env)
+    teach(hook, tmp_path, cli_env, env=env)
+    assert len(tables(cli_env)) == 1
+    assert "rss-digest" in hook("grab the morning brief for today", "s9", Transcript(tmp_path / "t9").path, env=env)
+    # A plain request in the same home is unharmed.
+    out = hook("merge these pdf files into one", "s10", env=env)
+    assert "pdf-merge" in out and "rss-digest" not in out
+
+
+def test_learning_off_neither_learns_nor_uses_it(hook, tmp_path, cli_env):
+    off = dict(BM25, SKILL_RETRIEVAL_LEARN="off")
+    teach(hook, tmp_path, cli_env, env=off)
+    assert tables(cli_env) == []
+    assert "rss-digest" not in hook("grab the morning brief for today", "s9", env=off)
+    # Learnt with learning on, then turned off: not used.
+    teach(hook, tmp_path, cli_env, env=BM25, tag="b")
+    assert "rss-digest" not in hook("grab the morning brief for today", "s10", env=off)
+    assert "rss-digest" in hook("grab the morning brief for today", "s11", env=BM25)
+
+
+def test_forget_deletes_what_was_learnt(hook, cli, tmp_path, cli_env):
+    teach(hook, tmp_path, cli_env, env=BM25)
+    assert tables(cli_env)
+    assert cli("stats", "--forget").returncode == 0
+    assert tables(cli_env) == []
+    assert "rss-digest" not in hook("grab the morning brief for today", "s9", env=BM25)
