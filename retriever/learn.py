@@ -41,6 +41,7 @@ UNOFFERED = 1.0
 FOLLOWED = 0.5
 IGNORED = 0.1
 PENALTY = 0.2
+MIN_EVIDENCE = 1.0  # for a term to count as the user's name for a skill (one unoffered load)
 MAX_TERMS = 4000
 MAX_BYTES = 1 << 20
 
@@ -63,10 +64,17 @@ def _identity(index_path):
 def evidence(entries, now):
     """``{term: {skill name: evidence}}`` from usage record entries
     (``usage.read``, oldest first): each prompt's loads (seen at its
-    session's next prompt) and its injected skills not loaded."""
+    session's next prompt) and its injected skills not loaded.  A gain
+    is scaled by how specific the term is to the skill: the share of the
+    prompts holding the term that the skill was loaded after ("today",
+    "please" and "can" are in many prompts that load nothing)."""
     out = {}
+    seen = {}  # term -> prompts holding it
+    after = {}  # (term, skill name) -> prompts holding it that the skill was loaded after
     last = {}  # session -> (entry, names injected so far in the session)
     for e in entries:
+        for t in e["terms"] or ():
+            seen[t] = seen.get(t, 0) + 1
         key = (e["runner"], e["session"])
         prev = last.get(key)
         if prev is not None and e["loaded"] is not None and prev[0]["terms"]:
@@ -83,10 +91,16 @@ def evidence(entries, now):
                 row = out.setdefault(t, {})
                 for name, g in gains.items():
                     row[name] = row.get(name, 0.0) + g
+                    if g > 0:
+                        after[t, name] = after.get((t, name), 0) + 1
         offered = set(prev[1]) if prev is not None else set()
         for names in e["injected"]:
             offered.update(names)
         last[key] = (e, offered)
+    for t, row in out.items():
+        for name, v in row.items():
+            if v > 0:
+                row[name] = v * after.get((t, name), 0) / seen[t]
     return out
 
 
@@ -170,12 +184,15 @@ def load(index_path):
 
 def apply(idx, table, terms, acc, found):
     """Add the learnt evidence for the message's ``terms`` to its BM25
-    scores ``acc`` and to the skills each term is ``found`` in (both in
-    place, as ``query.parse`` made them).  Returns ``{skill number: the
-    score it added}`` (``explain`` shows that share)."""
+    scores ``acc`` (in place, as ``query.parse`` made them); a term with
+    evidence of at least MIN_EVIDENCE for a skill also counts as found
+    in it and as a word of its name and description (the user's own
+    name for it), for the gate's coverage features.  Returns ``({skill
+    number: the score it added}, {skill number: set of such terms})``
+    (``explain`` shows the first)."""
     idf = idx["idf"]
     n_docs = idx["header"]["n_docs"]
-    added = {}
+    added, heads = {}, {}
     for t in terms:
         row = table.get(t)
         if row is None:
@@ -195,12 +212,14 @@ def apply(idx, table, terms, acc, found):
             s = w * v / (v + 1.0) if v > 0 else -PENALTY * w * min(1.0, -v)
             acc[n] = acc.get(n, 0.0) + s
             added[n] = added.get(n, 0.0) + s
-            if v > 0 and n not in docs:
-                docs.append(n)
-                grew = True
+            if v >= MIN_EVIDENCE:
+                heads.setdefault(n, set()).add(t)
+                if n not in docs:
+                    docs.append(n)
+                    grew = True
         if grew:
             found[t] = (have[0] if have else i, docs)
-    return added
+    return added, heads
 
 
 def forget():

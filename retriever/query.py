@@ -114,15 +114,15 @@ def parse(idx, text, context=None):
     terms, (words, pasted, prose) = _terms(idx, text, weights)
     acc, found = score(idx, terms, weights) if terms else ({}, {})
     n = n_scored(terms, found)
-    learnt = None
+    learnt = heads = None
     if idx.get("learnt") and terms:  # the user's own words for skills
         from retriever import learn
-        learnt = learn.apply(idx, idx["learnt"], terms, acc, found)
+        learnt, heads = learn.apply(idx, idx["learnt"], terms, acc, found)
     if context is not None:
         _with_context(idx, context, acc, found, words)
     return {"text": text, "terms": terms, "weights": weights, "acc": acc, "found": found, "n_scored": n,
             "words": words, "pasted": pasted, "prose": prose, "known": len(found) / n if n else 0.0,
-            "learnt": learnt or None}
+            "learnt": learnt or None, "heads": heads or None}
 
 
 def _with_context(idx, context, acc, found, words):

@@ -25,7 +25,8 @@ def skills(tmp_path):
     return root
 
 
-BM25 = {"SKILL_RETRIEVAL_SEMANTIC": "off"}
+# The decision on (the test environment turns it off): the gate decides.
+BM25 = {"SKILL_RETRIEVAL_SEMANTIC": "off", "SKILL_RETRIEVAL_DECIDE": "on"}
 
 
 def tables(cli_env):
@@ -48,8 +49,8 @@ def teach(hook, tmp_path, cli_env, env=None, tag="a"):
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("env", [None, BM25], ids=["default", "bm25"])
-def test_jargon_learnt_from_loads_gets_the_skill_injected(hook, tmp_path, cli_env, env):
+def test_jargon_learnt_from_loads_gets_the_skill_injected(hook, tmp_path, cli_env):
+    env = BM25
     assert "rss-digest" not in hook("grab the morning brief for today", "before", env=env)
     teach(hook, tmp_path, cli_env, env=env)
     assert len(tables(cli_env)) == 1
@@ -76,3 +77,14 @@ def test_forget_deletes_what_was_learnt(hook, cli, tmp_path, cli_env):
     assert cli("stats", "--forget").returncode == 0
     assert tables(cli_env) == []
     assert "rss-digest" not in hook("grab the morning brief for today", "s9", env=BM25)
+
+
+def test_explain_shows_the_learnt_share_of_a_score(hook, cli, skills, tmp_path, cli_env):
+    teach(hook, tmp_path, cli_env, env=BM25)
+    out = cli("explain", "--root", skills, "grab", "the", "morning", "brief", "for", "today", env=BM25).stdout
+    block = out[out.index("rss-digest (") if "rss-digest (" in out else 0:]
+    line = next(x for x in block.splitlines() if "learnt from loads" in x)
+    assert "% of the score" in line
+    off = cli("explain", "--root", skills, "grab", "the", "morning", "brief",
+              env=dict(BM25, SKILL_RETRIEVAL_LEARN="off")).stdout
+    assert "learnt from loads" not in off
