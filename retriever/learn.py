@@ -5,16 +5,18 @@ evidence (the usage record, ``retriever.usage``), so a later prompt in
 those words ranks it higher and passes the gate, with BM25 alone too.
 
 The record is folded, off the hot path, into a small "learnt" table per
-index (``fold``, written by ``usage.relearn``): ``{term: [term number,
-{skill number: evidence}]}``.  The hook reads it with one small read
-(``load``) and ``apply`` adds it to the message's BM25 scores and to the
-skills each term is found in, so the gate sees it through its usual
-features (coverage, known terms, rarest term): no coefficient changes.
+index (``fold``, written by ``usage.relearn``): for each term, its term
+number and ``{skill number: evidence}``.  The hook reads it with one read
+(``load``), looks up only the message's terms, and ``apply`` adds them to
+the message's BM25 scores and to the skills each term is found in, so the
+gate sees them through its usual features (coverage, name+description
+coverage, known terms, rarest term): no coefficient changes.
 
 Guards:
-- evidence decays with age (HALF_LIFE_S) and saturates (``v / (v + 1)``
-  times the term's IDF at most: less than one field match of the
-  library's own text), and the table keeps MAX_TERMS terms at most;
+- evidence decays with age (HALF_LIFE_S), is scaled by how specific the
+  term is to the skill (``evidence``) and saturates (``WEIGHT v / (v +
+  1)`` times the term's IDF: at most about one field match of the
+  library's own text, per term), and the table keeps MAX_TERMS terms;
 - a load of a skill the session had injected counts FOLLOWED, an
   unoffered load UNOFFERED (the agent went and found it): a loop of
   injecting and loading feeds itself only half as fast;
@@ -41,7 +43,8 @@ UNOFFERED = 1.0
 FOLLOWED = 0.5
 IGNORED = 0.1
 PENALTY = 0.2
-MIN_EVIDENCE = 1.0  # for a term to count as the user's name for a skill (one unoffered load)
+WEIGHT = 2.0  # a learnt term's score at most: about one strong field match (BM25's (k1 + 1) x IDF)
+MIN_EVIDENCE = 0.3  # for a term to count as the user's name for a skill (one load)
 MAX_TERMS = 4000
 MAX_BYTES = 1 << 20
 
@@ -140,7 +143,7 @@ def fold(idx, entries, now):
 def write(index_path, entries, now):
     """Fold usage ``entries`` into the learnt table of the index at
     ``index_path`` and write it atomically (removed when empty)."""
-    from retriever import fileutil, jsonlite, store
+    from retriever import fileutil, store
     ident = _identity(index_path)
     where = path(index_path)
     table = fold(store.load(index_path), entries, now) if entries and ident else {}
@@ -150,14 +153,27 @@ def write(index_path, entries, now):
         except OSError:
             pass
         return
-    fileutil.write_atomic(where, jsonlite.encode({"v": VERSION, "index": ident, "terms": table}), mode=0o600)
+    fileutil.write_atomic(where, "learnt %d %s" % (VERSION, ident) + encode(table).decode("utf-8"), mode=0o600)
+
+
+def encode(table):
+    """A folded table (``fold``) as ``apply`` reads it: bytes of one line
+    per term, each after a newline, ``term TAB term number TAB n:w,...``.
+    The hook looks up only the message's terms (``bytes.find``), so a
+    table of thousands of terms costs a read, not a parse."""
+    out = []
+    for t in sorted(table):
+        i, skills = table[t]
+        if t and not any(c in t for c in "\t\n\r"):
+            out.append("\n%s\t%d\t%s" % (t, i, ",".join("%s:%s" % (n, w) for n, w in skills.items())))
+    return ("".join(out) + "\n").encode("utf-8")
 
 
 def load(index_path):
-    """The learnt table for the index at ``index_path`` (``{term: (term
-    number, {skill number: evidence})}``), or None: missing, not the
-    user's own or damaged; False when it was folded for another build of
-    the index (``usage.relearn`` folds it again)."""
+    """The learnt table (``encode``'s bytes) for the index at
+    ``index_path``, or None: missing, not the user's own or damaged;
+    False when it was folded for another build of the index
+    (``usage.relearn`` folds it again)."""
     fd = locate.open_own(path(index_path))
     if fd < 0:
         return None
@@ -165,21 +181,27 @@ def load(index_path):
         raw = posix.read(fd, MAX_BYTES)
     finally:
         posix.close(fd)
-    from retriever import jsonlite
-    try:
-        v = jsonlite.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError):
+    head, nl, body = raw.partition(b"\n")
+    parts = head.split(b" ")
+    if len(parts) != 3 or parts[0] != b"learnt" or parts[1] != b"%d" % VERSION or not nl:
         return None
-    if not isinstance(v, dict) or v.get("v") != VERSION or not isinstance(v.get("terms"), dict):
-        return None
-    if v.get("index") != _identity(index_path):
+    if parts[2].decode("ascii", "replace") != _identity(index_path):
         return False
-    out = {}
-    for t, row in v["terms"].items():
-        if isinstance(row, list) and len(row) == 2 and isinstance(row[0], int) and isinstance(row[1], dict):
-            out[t] = (row[0], {int(n): w for n, w in row[1].items()
-                               if n.isdigit() and isinstance(w, (int, float))})
-    return out
+    return b"\n" + body
+
+
+def _row(table, term):
+    # (term number, {skill number: evidence}) for ``term``, or None.
+    key = b"\n" + term.encode("utf-8", "surrogateescape") + b"\t"
+    at = table.find(key)
+    if at < 0:
+        return None
+    end = table.find(b"\n", at + 1)
+    try:
+        _, i, skills = table[at + 1:end].decode("utf-8").split("\t")
+        return int(i), {int(n): float(w) for n, w in (x.split(":") for x in skills.split(","))}
+    except ValueError:
+        return None  # a damaged line: that term only
 
 
 def apply(idx, table, terms, acc, found):
@@ -194,7 +216,7 @@ def apply(idx, table, terms, acc, found):
     n_docs = idx["header"]["n_docs"]
     added, heads = {}, {}
     for t in terms:
-        row = table.get(t)
+        row = _row(table, t)
         if row is None:
             continue
         i, skills = row
@@ -209,7 +231,7 @@ def apply(idx, table, terms, acc, found):
                 continue
             if v <= 0 and n not in acc:
                 continue  # a loss lowers a score; it never makes a candidate
-            s = w * v / (v + 1.0) if v > 0 else -PENALTY * w * min(1.0, -v)
+            s = WEIGHT * w * v / (v + 1.0) if v > 0 else -PENALTY * w * min(1.0, -v)
             acc[n] = acc.get(n, 0.0) + s
             added[n] = added.get(n, 0.0) + s
             if v >= MIN_EVIDENCE:

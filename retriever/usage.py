@@ -292,18 +292,23 @@ def loads_since(memo, held, shows=None):
     return loaded_names([x for x in memo["entry"]["l"] if x not in held])
 
 
+def terms_of(text, analyzer):
+    """The message's own analysed terms, once each, as a query reads
+    them (``analyzer``: the index's options): what learning keeps."""
+    # Loaded already: the answer analysed the same text.
+    from retriever.analyze import analyze
+    from retriever.query import MAX_QUERY_TERMS, prose
+    return list(dict.fromkeys(analyze(prose(text), analyzer)))[:MAX_QUERY_TERMS]
+
+
 def note(runner, session_id, text, injected, tier, loaded, analyzer=None):
     """Record one prompt of session ``session_id``: ``injected`` (result
     dicts), ``tier``, ``loaded`` (``loads_since``); the prompt ``text``
     and its terms under ``analyzer`` (the index's) only while learning
     is on.  Never raises."""
     try:
-        terms, learn = None, learning()
-        if learn and analyzer:
-            # Loaded already: the answer analysed the same text.
-            from retriever.analyze import analyze
-            from retriever.query import MAX_QUERY_TERMS, prose
-            terms = list(dict.fromkeys(analyze(prose(text), analyzer)))[:MAX_QUERY_TERMS]
+        learn = learning()
+        terms = terms_of(text, analyzer) if learn and analyzer else None
         append(line(runner, session_key(runner, session_id), injected_names(injected), tier, loaded,
                     text if learn else None, terms))
     except Exception as exc:
