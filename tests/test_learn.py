@@ -88,3 +88,71 @@ def test_explain_shows_the_learnt_share_of_a_score(hook, cli, skills, tmp_path, 
     off = cli("explain", "--root", skills, "grab", "the", "morning", "brief",
               env=dict(BM25, SKILL_RETRIEVAL_LEARN="off")).stdout
     assert "learnt from loads" not in off
+
+
+def _entry(session, t, terms, injected=(), loaded=(), runner="claude-code"):
+    return {"t": t, "runner": runner, "session": session, "injected": [[x] for x in injected],
+            "tier": "bm25", "loaded": None if loaded is None else list(loaded), "prompt": None,
+            "terms": list(terms) if terms is not None else None}
+
+
+NOW = 1_800_000_000
+
+
+def test_a_load_of_an_offered_skill_is_weaker_evidence_than_an_unoffered_one():
+    unoffered = learn.evidence([_entry("a", NOW, ["brief"]), _entry("a", NOW, ["thank"], loaded=["rss"])], NOW)
+    offered = learn.evidence([_entry("b", NOW, ["brief"], injected=["rss"]),
+                              _entry("b", NOW, ["thank"], loaded=["rss"])], NOW)
+    assert unoffered["brief"]["rss"] == learn.UNOFFERED
+    assert offered["brief"]["rss"] == learn.FOLLOWED < learn.UNOFFERED
+
+
+def test_an_offered_skill_never_loaded_loses_a_little_only_where_loads_show():
+    shown = learn.evidence([_entry("a", NOW, ["brief"], injected=["pdf"]), _entry("a", NOW, ["ok"], loaded=[])], NOW)
+    assert shown["brief"]["pdf"] == -learn.IGNORED
+    # Cline shows no loads (loaded None): nothing is learnt either way.
+    unknown = learn.evidence([_entry("a", NOW, ["brief"], injected=["pdf"], runner="cline"),
+                              _entry("a", NOW, ["ok"], loaded=None, runner="cline")], NOW)
+    assert unknown == {}
+
+
+def test_evidence_decays_and_everyday_words_learn_little():
+    old = learn.evidence([_entry("a", NOW - learn.HALF_LIFE_S, ["brief"]),
+                          _entry("a", NOW, ["ok"], loaded=["rss"])], NOW)
+    assert old["brief"]["rss"] == pytest.approx(learn.UNOFFERED / 2)
+    # "today" is in ten prompts, one of them followed by the load.
+    rows = [_entry("s%d" % k, NOW, ["today", "x%d" % k]) for k in range(9)]
+    rows += [_entry("a", NOW, ["today", "brief"]), _entry("a", NOW, ["ok"], loaded=["rss"])]
+    ev = learn.evidence(rows, NOW)
+    assert ev["brief"]["rss"] == learn.UNOFFERED and ev["today"]["rss"] == pytest.approx(0.1)
+
+
+def test_learnt_scores_are_bounded_and_a_damaged_line_costs_only_its_term():
+    idx = {"idf": [2.0, 3.0], "header": {"n_docs": 3}}
+    table = learn.encode({"brief": [1, {"2": 1000.0}], "bad": [0, {"x": "y"}]}) + b"\nworse\tnot a row\n"
+    acc, found = {}, {}
+    added, heads = learn.apply(idx, table, ["brief", "bad", "worse", "none"], acc, found)
+    assert acc == added and acc[2] == pytest.approx(learn.WEIGHT * 3.0, rel=1e-3)
+    assert heads == {2: {"brief"}} and found == {"brief": (1, [2])}
+
+
+def test_a_rebuilt_index_has_what_was_learnt_folded_again(hook, cli, skills, tmp_path, cli_env):
+    teach(hook, tmp_path, cli_env, env=BM25)
+    # A new skill sorts first: every skill number changes, and the hook's
+    # freshness check rebuilds its index in the background.
+    make_skill(skills, "aaa-first", {"name": "aaa-first", "description": "Plan a garden"})
+    env = dict(BM25, SKILL_RETRIEVAL_REVALIDATE="0")
+    deadline = time.monotonic() + 30
+    while "aaa-first" not in hook("plan a garden", "g", env=env) and time.monotonic() < deadline:
+        time.sleep(0.1)  # until the background rebuild is in
+    got = []
+    while time.monotonic() < deadline:
+        # The first prompt finds the table folded for the old build and
+        # folds it again; until then nothing learnt is used (never a
+        # skill by its old number).
+        out = hook("grab the morning brief for today", "r%d" % len(got), env=env)
+        got.append("aaa-first" if "aaa-first" in out else "rss-digest" if "rss-digest" in out else "")
+        if got[-1]:
+            break
+        time.sleep(0.1)
+    assert got[-1] == "rss-digest" and "aaa-first" not in got
