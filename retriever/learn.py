@@ -178,16 +178,18 @@ def load(index_path):
     if fd < 0:
         return None
     try:
-        raw = posix.read(fd, MAX_BYTES)
+        # Its size, not MAX_BYTES: a 1 MiB buffer costs more than the read.
+        raw = posix.read(fd, min(posix.fstat(fd).st_size, MAX_BYTES))
     finally:
         posix.close(fd)
-    head, nl, body = raw.partition(b"\n")
-    parts = head.split(b" ")
-    if len(parts) != 3 or parts[0] != b"learnt" or parts[1] != b"%d" % VERSION or not nl:
+    # The header line, then each term's line after a newline: the lookups
+    # search the whole bytes, and no term line starts the file.
+    parts = raw[:raw.find(b"\n")].split(b" ")
+    if len(parts) != 3 or parts[0] != b"learnt" or parts[1] != b"%d" % VERSION:
         return None
     if parts[2].decode("ascii", "replace") != _identity(index_path):
         return False
-    return b"\n" + body
+    return raw
 
 
 def _row(table, term):
@@ -224,8 +226,8 @@ def apply(idx, table, terms, acc, found):
             continue
         w = idf[i]
         have = found.get(t)
-        docs = list(have[1]) if have else []
-        grew = False
+        docs = have[1] if have else ()
+        more = []
         for n, v in skills.items():
             if not 0 <= n < n_docs:
                 continue
@@ -237,10 +239,9 @@ def apply(idx, table, terms, acc, found):
             if v >= MIN_EVIDENCE:
                 heads.setdefault(n, set()).add(t)
                 if n not in docs:
-                    docs.append(n)
-                    grew = True
-        if grew:
-            found[t] = (have[0] if have else i, docs)
+                    more.append(n)
+        if more:  # a new list: the postings' own is the index's
+            found[t] = (have[0] if have else i, list(docs) + more)
     return added, heads
 
 
