@@ -42,7 +42,7 @@ NPM_STAMPS  := $(addsuffix /.installed,$(addprefix $(NPM_CLIS)/, \
   gemini-cli-$(GEMINI_CLI_VERSION) cline-$(CLINE_VERSION) opencode-$(OPENCODE_VERSION)))
 DEMO_INDEX  := $(CACHE)/demo-index.skr
 
-.PHONY: demo test test-fast bench bench-build eval calibrate install semantic e2e-env e2e-hermes-newest clean help
+.PHONY: mcp-sdk demo test test-fast bench bench-build eval calibrate install semantic e2e-env e2e-hermes-newest clean help
 
 help:
 	@echo "make demo    set up .venv and run a query over examples/skills"
@@ -111,10 +111,23 @@ $(NPM_CLIS)/%/.installed:
 	    $(NPM_PKG_$(patsubst %-$(lastword $(subst -, ,$*)),%,$*))@$(lastword $(subst -, ,$*))
 	touch $@
 
+# The official MCP SDK's client, the conformance check of tests/test_mcp.py
+# (and bench/mcp.py's comparison): it needs Python >= 3.10, so on an older
+# PYTHON_BASE the step says so and those checks skip.  About 45 MB, 30 s.
+MCP_SDK_VERSION := 2.3.0
+MCP_SDK_VENV    := $(CACHE)/mcp-sdk-venv
+
+$(MCP_SDK_VENV)/.installed:
+	@if $(PYTHON_BASE) -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then \
+	  $(PYTHON_BASE) -m venv $(MCP_SDK_VENV) && $(MCP_SDK_VENV)/bin/pip install -q mcp==$(MCP_SDK_VERSION) && touch $@; \
+	 else echo "Python < 3.10: the MCP SDK conformance test will be skipped"; fi
+
+mcp-sdk: $(MCP_SDK_VENV)/.installed
+
 # The e2e environments are heavy (Hermes with the semantic extra ~350 MB, the
 # five CLI installs ~1.6 GB: about 1.9 GB; the tests add nothing to them) and live in
 # the ignored .cache folder; npm is optional so a machine without it skips those tests.
-e2e-env: $(HERMES_VENV)/.installed $(HERMES_VENV)/.semantic
+e2e-env: $(HERMES_VENV)/.installed $(HERMES_VENV)/.semantic $(MCP_SDK_VENV)/.installed
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(NPM_STAMPS); \
 	 else echo "npm not found: the Claude Code, Codex, Gemini CLI and Cline end-to-end tests will be skipped"; fi
 
@@ -128,6 +141,7 @@ test-fast: $(SEMANTIC)
 bench: $(SEMANTIC)
 	$(PY) bench/bench.py
 	$(PY) bench/semantic.py
+	$(PY) bench/mcp.py $(if $(wildcard $(MCP_SDK_VENV)/.installed),--sdk $(MCP_SDK_VENV)/bin/python)
 
 bench-build: $(INSTALLED)
 	$(PY) bench/build_table.py

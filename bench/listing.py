@@ -5,8 +5,8 @@
 For each runner (the versions the Makefile pins; ``make e2e-env`` installs
 them) one turn runs against the loopback mock from tests/e2e, four times:
 no skills, the corpus as the user's skills (stock), the hook alone
-(``install --no-compact``), and ``install`` as it is by default (names
-only plus the hook).  The figures are the characters of the first model
+(``install --no-compact --no-mcp``), and ``install`` as it is by default
+(names only, the hook and the MCP server's tools).  The figures are the characters of the first model
 request that carries the turn; "grows" is how much of what the stock
 listing adds is left after install (the issue-30 budgets: Claude Code
 2.1.332 at most 30%, the others 40%).  Prints a Markdown table
@@ -31,7 +31,7 @@ CORPUS = REPO.parent / "shared" / "corpora" / "hermes-agent"
 BIN = REPO / "bin" / "skill-retrieve"
 PROMPT = "pull the text out of my scanned pdf invoice"
 HEADING = "## Retrieved Skills"
-BUDGET = {"claude-code 2.1.332": 30}
+BUDGET = {"claude-code 2.1.332": 30, "codex 0.171.0": 45}  # issue 39: with the MCP server
 
 
 def link_skills(corpus, dest):
@@ -81,6 +81,8 @@ def turn(runner, version, home, tmp, mode):
         elif runner == "cline":
             cp, reqs = R.run_cline(PROMPT, home, mock, tmp / "project", extra_env=env, timeout=180)
         else:
+            cfg = home / ".config" / "opencode" / "opencode.json"  # written for port 0 before install
+            cfg.write_text(cfg.read_text().replace("127.0.0.1:0/", "127.0.0.1:%d/" % mock.port))
             cp, reqs = R.run_opencode(PROMPT, home, mock, tmp / "project", extra_env=env, timeout=180)
         bodies = [r["body"] for r in mock.model_requests(reqs)
                   if runner != "opencode" or (isinstance(r["body"], dict) and r["body"].get("tools"))]
@@ -103,10 +105,12 @@ def measure(runner, version, corpus):
                 extra["CODEX_HOME"] = str(tmp / "codex-home")
             if runner == "gemini":
                 R.write_gemini_settings(home)
+            if runner == "opencode":  # before install, which merges its MCP server into it
+                R.write_opencode_config(home, 0)
             if mode != "none":
                 out["skills"] = link_skills(corpus, skill_dir(runner, home))
             if mode == "hook":
-                install(runner, home, extra, "--no-compact")
+                install(runner, home, extra, "--no-compact", "--no-mcp")
             elif mode == "installed":
                 install(runner, home, extra)
             out[mode] = turn(runner, version, home, tmp, mode)
@@ -141,7 +145,7 @@ def main(argv=None):
         print("measured %s: %s" % (label, rows[-1]), file=sys.stderr)
     print("%d skills (%s), first model request of the turn, characters; "
           "Gemini CLI runs with --yolo.\n" % (m.get("skills", 0), args.corpus.name))
-    print("| runner | no skills | stock listing | hook alone (`--no-compact`) | after `install` "
+    print("| runner | no skills | stock listing | hook alone (`--no-compact --no-mcp`) | after `install` "
           "| growth over no skills, share of the stock listing's | block delivered |")
     print("|---|---:|---:|---:|---:|---:|---|")
     print("\n".join(rows))

@@ -57,9 +57,18 @@ def load_rows(eval_dir):
 
 
 def build_index(roots, profile, folder):
-    """Build an index of ``roots`` under ``profile``; returns the loaded index."""
+    """Build an index of ``roots`` under ``profile``; returns the loaded index.
+    A cached index is reused only while the library's code is unchanged:
+    the key hashes every retriever/*.py, so an index built by older code
+    (another format, other features) is never scored as this code's."""
     import hashlib
-    key = hashlib.blake2b("\0".join(roots).encode("utf-8"), digest_size=8).hexdigest()
+    h = hashlib.blake2b("\0".join(roots).encode("utf-8"), digest_size=8)
+    code = os.path.join(REPO, "retriever")
+    for name in sorted(os.listdir(code)):
+        if name.endswith(".py"):
+            with open(os.path.join(code, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    key = h.hexdigest()
     path = os.path.join(folder, "%s-%s.skr" % (profile, key))
     if not os.path.exists(path):
         scope = build.resolve(roots)

@@ -8,7 +8,8 @@ import os
 import sys
 import time
 
-from retriever import analyze, discover, frontmatter, hermes_config, index, locate, reuse, skills, store
+from retriever import (analyze, copies, discover, frontmatter, hermes_config, index, languages, locate, reuse,
+                       skills, store)
 
 
 def resolve(roots=None, platform=None, hermes_home=None, warn=None, use_config=None, only_hermes=False):
@@ -414,6 +415,9 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
     layout["crc"] = built["post_crc"] = store.post_crcs(built)
     docs = [(e[1], e[2], e[7], e[3], e[4]) for e in entries]
     del entries
+    # The library's languages, from what each skill's author says it is for.
+    lang = languages.header_entry(name + " " + desc for _, name, _, desc, _ in docs)
+    groups = _copies(docs, scope["roots"], built, prof)
     header = {
         "params": {"profile": profile, "k1": prof["k1"], "fields": prof["fields"],
                    "analyzer": prof["analyzer"]},
@@ -430,6 +434,8 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
         "build_seconds": round(time.perf_counter() - t0, 3),
         "counts": counts,
         "problems": len(problems),
+        "lang": lang,
+        "copies": groups,
     }
     if warn:
         for line in summarise(problems, verbose):
@@ -455,6 +461,15 @@ def _build(scope, index_path, profile, warn, memory, verbose, progress, t0, use_
     header["reused"] = reused
     header["updated"] = updated
     return header, problems
+
+
+def _copies(docs, roots, built, prof):
+    """``copies.find`` over the built library, each skill in its
+    ``copies.collection``."""
+    paths = sorted((r["path"].rstrip("/") + "/" for r in roots), key=len, reverse=True)
+    where = [copies.collection(d[2], next((r for r in paths if d[2].startswith(r)), "")) for d in docs]
+    idf = dict(zip(built["terms"], built["idf"]))
+    return copies.find([(d[1], d[3]) for d in docs], where, lambda t: idf.get(t, 0.0), prof["analyzer"])
 
 
 def _write(index_path, built, docs, header, memory):

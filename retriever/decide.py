@@ -190,17 +190,14 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
     pg = sigmoid(_dot(model["gate"], xg))
     passed = pg >= model["gate_threshold"]
     rows = [{"x": xg, "p": pg, "inject": passed}]
-    out = [cands[0]["result"]] if passed and limit > 0 else []
     # A turn the gate silences (most of a session) needs no further
     # candidate's features, unless explain shows them.
     for i in range(1, len(cands) if passed or explain is not None else 1):
         _cover(idx, q, cands[i])
         xm = more_features(q, cands, i, sem)
         pm = sigmoid(_dot(model["more"], xm))
-        take = passed and pm >= model["more_threshold"] and len(out) < limit
-        if take:
-            out.append(cands[i]["result"])
-        rows.append({"x": xm, "p": pm, "inject": take})
+        rows.append({"x": xm, "p": pm, "inject": passed and pm >= model["more_threshold"]})
+    out = _slots(idx, cands, rows, limit) if passed else []
     if explain is not None:
         # The models' features and verdicts are shown (and calibrated on)
         # as computed; a named skill overrides the verdicts only.
@@ -215,6 +212,58 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
                        gate_names=GATE_NAMES + (GATE_SEM if sem is not None else ()),
                        more_names=MORE_NAMES + (MORE_SEM if sem is not None else ()),
                        cands=[dict(row, **_shown(c)) for row, c in zip(rows, cands + list(named))])
+    return out
+
+
+def copies_of(idx, cands):
+    """``{candidate index: its group}`` for the candidates that have a
+    near-copy among ``cands`` (the index's ``copies``, found at build
+    time); {} for most turns."""
+    groups = idx["header"].get("copies")
+    if not groups or len(cands) < 2:
+        return {}
+    at = {c["n"]: i for i, c in enumerate(cands)}
+    out = {}
+    for g in groups:
+        here = [at[n] for n in g if n in at]
+        if len(here) > 1:
+            for i in here:
+                out[i] = g
+    return out
+
+
+def _slots(idx, cands, rows, limit):
+    """The results to inject once the gate passed: the candidates whose
+    row says inject, in rank order, at most ``limit``, one slot per group
+    of copies (``copies_of``).  A group's slot goes to its best-described
+    copy among those the models take: the one whose name and description
+    cover more of the message; on a tie (a message in another script
+    covers neither), the one the ranking puts first.  A copy the models
+    do not take never takes the slot from one they do.  The ranking itself is left as it is;
+    the rows of copies not injected get ``copy_of``, the name of the
+    copy that is."""
+    groups = copies_of(idx, cands)
+    want = [row["inject"] for row in rows]
+    out = []
+    done = set()
+    for row in rows:
+        row["inject"] = False
+    for i, w in enumerate(want):
+        if not w or len(out) >= limit:
+            continue
+        pick = i
+        g = groups.get(i)
+        if g is not None:
+            if g in done:
+                continue
+            done.add(g)
+            here = [j for j in sorted(groups) if groups[j] is g and want[j]]
+            pick = min(here, key=lambda j: (-cands[j].get("head", 0.0), j))
+            for j in groups:
+                if groups[j] is g and j != pick:
+                    rows[j]["copy_of"] = cands[pick]["result"]["name"]
+        rows[pick]["inject"] = True
+        out.append(cands[pick]["result"])
     return out
 
 
@@ -410,15 +459,15 @@ MORE_SEM = ("cosine", "cosine over 10th", "cosine under best")
 
 # BEGIN calibrated: written by `make calibrate` (eval/calibrate.py); do not edit.
 BM25 = {
-    "gate": [-5.0441, 1.1432, 2.7091, 3.943, 0.9854, 2.9718, 0.389, -0.5098],
-    "gate_threshold": 0.6,
-    "more": [-7.1724, 3.4392, 1.2462, 0.8379, -0.1506, 0.6107, 1.4798],
+    "gate": [-4.6255, 1.1043, 2.7421, 3.9284, 0.967, 3.03, 0.3149, -0.922],
+    "gate_threshold": 0.65,
+    "more": [-7.1328, 3.5169, 1.1941, 0.8264, -0.0739, 0.5051, 1.456],
     "more_threshold": 0.2,
 }
 FUSED = {
-    "gate": [-1.6222, 1.1, 1.6023, 1.3713, 0.7628, 2.1738, 0.5013, -1.0957, 3.631, 0.494, -6.4111, 3.0695],
-    "gate_threshold": 0.55,
-    "more": [-7.7095, 4.3967, 0.8265, 0.6934, -0.098, 1.052, 0.9557, 1.526, 1.887, -2.2913],
+    "gate": [-1.6306, 1.1007, 1.5932, 1.3808, 0.7647, 2.1344, 0.5602, -1.1036, 3.6869, 0.4739, -6.3412, 3.0442],
+    "gate_threshold": 0.6,
+    "more": [-7.277, 4.3168, 0.8339, 0.6315, -0.3547, 0.4807, 1.0976, 1.3238, 1.6614, -2.1022],
     "more_threshold": 0.2,
 }
 # END calibrated

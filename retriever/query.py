@@ -6,7 +6,7 @@ precomputed per-(term, skill) weights over the query's unique terms.
 
 from retriever.analyze import analyze
 from retriever.store import doc, find_term, postings
-from retriever.tokenize import is_cjk_token, word_count
+from retriever.tokenize import is_cjk_token, tokenize, word_count
 
 # A pasted log or a whole file should not drown the request around it: keep
 # the head and the tail, where people put what they want.
@@ -42,14 +42,16 @@ def query_terms(idx, text, weights=None):
 
 def _terms(idx, text, weights):
     # query_terms, and the message's shape: (terms, (words of its own
-    # prose, whether it holds a pasted block, that prose)).
+    # prose, whether it holds a pasted block, that prose, its foreign
+    # language and the words left out for it: ``foreign``)).
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
     prose, pasted = _split(text)
     # Words in any script: a Chinese sentence has no spaces, and is no
     # one-word reply for that (tokenize.word_count).
-    shape = (word_count(prose), bool(pasted.strip()), prose)
-    for t in analyze(prose, opts):
+    lang, own, out = foreign(idx["header"], prose)
+    shape = (word_count(prose), bool(pasted.strip()), prose, lang, out)
+    for t in analyze(own, opts):
         if t not in seen:
             seen[t] = None
             if len(seen) >= MAX_QUERY_TERMS:
@@ -65,6 +67,52 @@ def _terms(idx, text, weights):
                 if len(seen) >= cap:
                     break
     return list(seen), shape
+
+
+# A message is in a foreign language when it holds at least this many
+# distinct function words of it (``languages.LISTS``), making at least
+# this share of its distinct words: "kill the processes that die" is not
+# German.
+FOREIGN_HITS = 2
+FOREIGN_SHARE = 0.2
+
+
+def foreign(header, prose):
+    """``(language, words, left out)``: the language ``prose`` is written
+    in when the library (``header["lang"]``, written by the build) is not
+    written in it, else "" ("cjk" for han, kana or hangul over a library
+    in Latin script); the prose to rank, without the function words of
+    the languages the library is not written in when the message is in
+    one of them; and how many distinct words that left out.  Those words
+    are not the library's: where they stray into it ("para", "la") they
+    are no match, of coverage or of a rare term (docs/decision.md,
+    "Languages"); they still count as words of the message no skill
+    holds, so what is left is not "fully covered"."""
+    info = header.get("lang")
+    if not info or not prose:
+        return "", prose, 0
+    if not prose.isascii() and "cjk" not in info["library"]:
+        letters = cjk = 0
+        for ch in prose:
+            if ch.isalpha():
+                letters += 1
+                if ch >= "\u3040" and is_cjk_token(ch):
+                    cjk += 1
+        if cjk * 2 > letters:
+            return "cjk", prose, 0
+    toks = tokenize(prose)
+    distinct = set(toks)
+    lists = info["foreign"]
+    best, hits = "", FOREIGN_HITS - 1
+    for lang, words in lists.items():
+        n = len(distinct & words)
+        if n > hits:
+            best, hits = lang, n
+    if not best or hits < FOREIGN_SHARE * len(distinct):
+        return "", prose, 0
+    kept = [t for t in toks if not any(t in words for words in lists.values())]
+    return best, " ".join(kept), len(distinct) - len(set(kept))
+
 
 
 def _split(text):
@@ -102,7 +150,10 @@ def parse(idx, text, context=None):
     (``acc``) and postings (``found``) of ``score``, how many terms count
     for coverage (``n_scored``), its shape (``words`` of its own
     ``prose``, ``pasted``) and the share of its terms the library knows
-    (``known``).
+    (``known``), and the ``lang`` of a message in a language the
+    library is not written in (``foreign``), else "", and what the
+    user's learnt words added (``learnt``: score per skill; ``heads``:
+    terms per skill; ``retriever.learn``), else None.
 
     ``context`` (a dict from ``session.contextualize``, or None): its
     ``prior`` (``{term: weight}``, the session's earlier prompts) adds to
@@ -111,9 +162,9 @@ def parse(idx, text, context=None):
     message's rarest known terms go to its ``own``, for the next prompts."""
     text = clean_query(text)
     weights = {}
-    terms, (words, pasted, prose) = _terms(idx, text, weights)
+    terms, (words, pasted, prose, lang, out) = _terms(idx, text, weights)
     acc, found = score(idx, terms, weights) if terms else ({}, {})
-    n = n_scored(terms, found)
+    n = n_scored(terms, found) + out
     learnt = heads = None
     if idx.get("learnt") and terms:  # the user's own words for skills
         from retriever import learn
@@ -122,7 +173,7 @@ def parse(idx, text, context=None):
         _with_context(idx, context, acc, found, words)
     return {"text": text, "terms": terms, "weights": weights, "acc": acc, "found": found, "n_scored": n,
             "words": words, "pasted": pasted, "prose": prose, "known": len(found) / n if n else 0.0,
-            "learnt": learnt or None, "heads": heads or None}
+            "lang": lang, "learnt": learnt or None, "heads": heads or None}
 
 
 def _with_context(idx, context, acc, found, words):

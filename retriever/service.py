@@ -26,7 +26,7 @@ A request is a plain dict; every key is optional:
   rerank       force the LLM rerank (else SKILL_RETRIEVAL_RERANK decides)
   session_id   for the rerank's A/B log
   decide       False: the plain ranking, as SKILL_RETRIEVAL_DECIDE=off
-               (the session eval's Hit@k)
+               (the session eval's Hit@k; the MCP server: the agent asked)
   context      the session's context (``session.contextualize``): it
                moves the ranking of a short turn, and receives the
                ranking's ``first`` and the message's ``own`` terms

@@ -35,8 +35,10 @@ import marshal
 
 MAGIC = b"SKRIDX\x00\x01"
 # 5: a CRC-32 of the header in the preamble, one per section in the header,
-# and a validated header (issue 15).
-FORMAT_VERSION = 5
+# and a validated header (issue 15).  6: the library's languages and the
+# foreign function words (``lang``), and the groups of near-copies
+# (``copies``; issue 37), so an older index is rebuilt.
+FORMAT_VERSION = 6
 _READ_WHOLE_BELOW = 1 << 20  # smaller files are read whole in one call
 _PREAMBLE = len(MAGIC) + 8  # magic, u32 header length, u32 header CRC
 # Real headers are a few KiB (one entry per root); a flipped length must not
@@ -463,11 +465,26 @@ _HEADER_TYPES = {
 }
 
 
+def _lang_ok(lang):
+    # The build's ``languages.header_entry``, or none (an index without it
+    # reads every message as the library's own language).
+    if lang is None:
+        return True
+    return (isinstance(lang, dict) and isinstance(lang.get("library"), list)
+            and not set(map(type, lang["library"])) - {str} and isinstance(lang.get("foreign"), dict)
+            and all(isinstance(k, str) and isinstance(v, frozenset) for k, v in lang["foreign"].items()))
+
+
 def check_header(h):
     """The first thing wrong with header dict ``h``, or None."""
     for key, types in _HEADER_TYPES.items():
         if not isinstance(h.get(key), types):
             return "%s missing or of the wrong type" % key
+    if not _lang_ok(h.get("lang")):
+        return "lang"
+    groups = h.get("copies", ())
+    if not (isinstance(groups, tuple) and all(isinstance(g, tuple) and len(g) > 1 for g in groups)):
+        return "copies"
     p = h["params"]
     if not (isinstance(p.get("analyzer"), dict) and isinstance(p.get("profile"), str)
             and isinstance(p.get("fields"), dict) and isinstance(p["analyzer"].get("stem", ""), str)

@@ -98,9 +98,11 @@ def test_one_clear_winner_is_injected_alone(cli, lib):
     assert off[0]["id"] == "docs/pdf-extract" and len(off) >= 2
 
 
-def test_several_skills_that_each_fit_are_injected_and_k_stays_a_maximum(cli, tmp_path):
+def test_two_copies_of_one_skill_take_one_slot_and_k_stays_a_maximum(cli, tmp_path):
     root = tmp_path / "skills"
     # Two copies of one skill from two collections, and one unrelated.
+    # Both fit; they are one group of copies (retriever/copies.py), so the
+    # decision gives them one slot (issue 37: before, both were injected).
     for coll in ("team-a", "team-b"):
         make_skill(root, coll + "/pdf-ocr", {"name": "pdf-ocr-" + coll,
                    "description": "Extract the text of scanned PDF files with OCR (tesseract)."},
@@ -109,8 +111,11 @@ def test_several_skills_that_each_fit_are_injected_and_k_stays_a_maximum(cli, tm
                "description": "Rotate the TLS certificates of a Kubernetes cluster."})
     index = tmp_path / "i.skr"
     q = ["ocr", "the", "text", "out", "of", "this", "scanned", "pdf", "with", "tesseract"]
+    ranked = json_results(cli("--root", root, "--index", index, "--format", "json", *q,
+                              env={"SKILL_RETRIEVAL_DECIDE": "off"}))
+    assert sorted(r["id"] for r in ranked[:2]) == ["team-a/pdf-ocr", "team-b/pdf-ocr"]
     got = json_results(cli("--root", root, "--index", index, "--format", "json", *q, env=DECIDE))
-    assert sorted(r["id"] for r in got) == ["team-a/pdf-ocr", "team-b/pdf-ocr"]
+    assert [r["id"] for r in got] == [ranked[0]["id"]]  # a tie: the copy the ranking puts first
     one = json_results(cli("--root", root, "--index", index, "--format", "json", "-k", "1", *q, env=DECIDE))
     assert len(one) == 1 and one[0]["id"] in ("team-a/pdf-ocr", "team-b/pdf-ocr")
 

@@ -149,7 +149,7 @@ def test_doctor_probes_a_project_hook_the_user_installed(cli, cli_env, tmp_path)
     clone, _, _, marker = _clone(tmp_path)
     assert_clean(cli("install", "codex", "--project", clone, timeout=TIMEOUT))
     rec = json.load(open(os.path.join(cli_env["XDG_STATE_HOME"], "skill-retrieval", "installed.json")))
-    (entry,) = rec.values()
+    (entry,) = [v for k, v in rec.items() if k.endswith("hooks.json")]  # (config.toml: the MCP server's)
     assert len(entry["codex"]["command"]) == 64
     rep = json.loads(cli("doctor", "--runner", "codex", "--format", "json", cwd=clone, timeout=TIMEOUT).stdout)
     (info,) = rep["runners"]
@@ -416,6 +416,7 @@ def test_a_nul_byte_in_the_roots_file_is_skipped_not_a_crash(cli, cli_env, tmp_p
 SPAWNS = {
     "retriever/cli/doctor.py": 2,  # _pth_files, _time (probe and floor): trusted commands only (may_run)
     "retriever/semantic/client.py": 1,  # start_detached: sys.executable -I -c, our own module
+    "retriever/runners/mcp_config.py": 1,  # probe, for doctor: only a command install wrote (registered)
 }
 
 

@@ -71,7 +71,7 @@ def ok(proc):
 
 @pytest.mark.parametrize("runner", list(JSON_RUNNERS))
 def test_fresh_install_writes_one_entry(runner, run, home, tmp_path):
-    ok(run("install", runner, "--no-compact"))  # the hook alone (names-only: test_listing.py)
+    ok(run("install", runner, "--no-compact", "--no-mcp"))  # the hook alone (names-only: test_listing.py)
     path = user_file(runner, home, tmp_path)
     data = json.load(open(path))
     event, timeout = JSON_RUNNERS[runner]
@@ -137,7 +137,7 @@ def test_existing_file_keeps_everything_else(runner, run, home, tmp_path):
     path = user_file(runner, home, tmp_path)
     original = json.dumps(OTHER, indent=4, ensure_ascii=False)
     write(path, original)
-    ok(run("install", runner, "--no-compact"))
+    ok(run("install", runner, "--no-compact", "--no-mcp"))
     data = json.load(open(path, encoding="utf-8"))
     event = JSON_RUNNERS[runner][0]
     # everything but our one new group is unchanged, in order

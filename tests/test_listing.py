@@ -220,7 +220,7 @@ def test_codex_keeps_the_users_own_value(run, codex_home):
     path = str(codex_home / "config.toml")
     original = "suppress_unstable_features_warning = false\n[features]\nomit_skill_descriptions = false\n"
     write(path, original)
-    assert_clean(run("install", "codex"))
+    assert_clean(run("install", "codex", "--no-mcp"))  # (the MCP server's table: test_mcp_install.py)
     assert read(path).decode() == original
     assert_clean(run("uninstall", "codex"))
     assert read(path).decode() == original

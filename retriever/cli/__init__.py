@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "doctor": ("retriever.cli.doctor", "check skill roots, the index and runner set-up"),
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),
+    "mcp": ("retriever.runners.mcp_server", "serve search_skills and read_skill to an agent over MCP (stdio)"),
     "serve": ("retriever.semantic.helper", "run the semantic tier's warm helper (--stop, --status)"),
     "stats": ("retriever.cli.usage_stats", "how often injected skills were loaded, per runner (the local "
               "usage record; --forget deletes it)"),

@@ -722,6 +722,33 @@ def _unknown_settings(report):
                  % (name, "did you mean %s?" % meant if meant else "the settings: skill-retrieve --help"))
 
 
+def _mcp(report, info, do_probe):
+    """The runner's MCP server entry (``mcp_config``): where, and whether
+    it answers ``tools/list``; run only when install wrote that command
+    (its recorded digest) or it is this installation's own."""
+    from retriever.runners import mcp_config
+    runner = info["runner"]
+    if runner not in mcp_config.RUNNERS:
+        return
+    path, args, why_not = mcp_config.registered(runner, info.get("project"))
+    if args is None:
+        info["mcp"] = {"state": "not registered", "file": path}
+        return
+    info["mcp"] = {"state": "registered", "file": path, "command": mcp_config.command_text(args)}
+    if why_not:
+        info["mcp"]["state"] = "registered, not run: " + why_not
+        _finding(report, "warn", "%s MCP server entry in %s is %s, so doctor does not run it"
+                 % (runner, _home(path), why_not), "skill-retrieve install %s --force" % runner)
+        return
+    if not do_probe:
+        return
+    ok, detail = mcp_config.probe(args)
+    info["mcp"]["state"] = detail if ok else "does not answer: " + detail
+    if not ok:
+        _finding(report, "warn", "%s MCP server in %s does not answer tools/list (%s); the agent cannot "
+                 "search its skills mid-task" % (runner, _home(path), detail), "skill-retrieve install %s" % runner)
+
+
 def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, project=None):
     """Run every check; returns the report dict (``healthy``, ``roots``,
     ``indexes``, ``runners``, ``probes``, ``findings``).  Project-level
@@ -748,6 +775,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
     installed = [i for i in report["runners"] if i["installed"]]
     for info in installed:
         _names_only(report, info, cwd)
+        _mcp(report, info, do_probe)
     _records(report)
     _skill_set_files(report, selected)
     _unknown_settings(report)
@@ -970,6 +998,8 @@ def render_text(report):
             site = ("-S, no .pth files" if hook.get("no_site") else
                     "no -S: %s load" % plural(len(hook.get("pth", ())), ".pth file"))
             w("         python: %s (%s, %s)" % (_home(hook["interpreter"]), what, site))
+        if r.get("mcp"):
+            w("         MCP server: %s  (%s)" % (r["mcp"]["state"], _home(r["mcp"]["file"])))
         no = r.get("names_only")
         if no:
             w("         names only: %s" % {"on": "on, %s listed by name" % plural(no["covered"], "skill"),

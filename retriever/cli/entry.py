@@ -40,7 +40,8 @@ def parse_fast(argv):
     opts = {"roots": [], "index": None, "k": None, "format": "text", "platform": None,
             "fresh": False, "words": [], "hook": None, "rerank": False, "runner": None}
     args = list(argv)
-    if args and args[0] in _SUBCOMMANDS_COLD and not word_query(args):
+    if args and args[0] in _SUBCOMMANDS_COLD and not word_query(args) \
+            and not (args[0] == "mcp" and not _mcp_form(args[1:])):
         return None
     hook = bool(args) and args[0] == "hook"
     if hook:
@@ -59,6 +60,26 @@ def parse_fast(argv):
             opts["error"] = "bad hook command line: unexpected arguments %s" % " ".join(words[1:])
     return opts
 
+
+def _mcp_form(rest):
+    # True when the words after "mcp" are the server's own (at most one
+    # runner name, --root DIR, --help): what install registers.  Anything
+    # else ("mcp server auth") is a search for those words, as before the
+    # subcommand existed.
+    from retriever.runners.registry import NAMES
+    runners = 0
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if a in ("-h", "--help") or a.startswith("--root="):
+            i += 1
+        elif a == "--root":
+            i += 2
+        elif a in NAMES and runners == 0:
+            runners, i = 1, i + 1
+        else:
+            return False
+    return True
 
 
 
@@ -154,7 +175,9 @@ def mistyped(word, rest=()):
     for name in SUBCOMMANDS:
         if name in WORD_COMMANDS:
             continue  # "list", "state": words, not typos
-        if abs(len(name) - n) <= 1 and _one_edit(word, name):
+        # "mcp": every three-letter word ("map", "mvp", "scp") is one edit
+        # from it; a guess there would refuse ordinary queries.
+        if len(name) > 3 and abs(len(name) - n) <= 1 and _one_edit(word, name):
             if word in {
                 # Words (English or technical) one edit from a subcommand:
                 # a query may well start with them.

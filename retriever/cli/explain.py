@@ -55,6 +55,10 @@ def breakdown(skill, terms, profile, n_docs, avglen, df):
     return out
 
 
+_LANGS = {"en": "English", "es": "Spanish", "pt": "Portuguese", "de": "German", "fr": "French",
+          "cjk": "Chinese, Japanese or Korean"}
+
+
 def run(args):
     """Print the explanation; returns the exit code."""
     from retriever import build, query, semantic, service, settings, skills, store
@@ -101,6 +105,10 @@ def run(args):
     n = hdr["n_docs"]
     w = sys.stdout.write
     w("query terms (after stopwords and stemming): %s\n" % (" ".join(terms) or "(none)"))
+    if q["lang"]:
+        w("language: %s, which the library (%s) is not written in%s\n"
+          % (_LANGS.get(q["lang"], q["lang"]), ", ".join(_LANGS.get(x, x) for x in hdr["lang"]["library"]),
+             "" if q["lang"] == "cjk" else "; its function words are left out"))
     unknown = [t for t in terms if t not in df]
     if unknown:
         w("not in any skill: %s\n" % " ".join(unknown))
@@ -113,13 +121,14 @@ def run(args):
               % (plural(len(df), "term"), len(unknown) - len(skipped), plural(len(skipped), "CJK pair")))
     if "alpha" in info:
         w("ranking: BM25 fused with the encoder: %.2f x BM25/BM25max + %.2f x cosine (BM25's weight rises "
-          "with the share of the query BM25 covers, %.2f here, and is low for non-Latin queries)\n"
+          "with the share of the query BM25 covers, %.2f here, and is low for a query in non-Latin script or "
+          "in a language the library is not written in)\n"
           % (info["alpha"], 1 - info["alpha"], info["coverage_bm25_best"]))
     else:
         w("ranking: BM25%s\n" % ("" if tier == "off" else " alone (semantic tier: %s)" % tier))
     cands = info.get("cands", [])
     printed = set(r["id"] for r in injected)
-    _decision(w, info, cands, printed, inject_k, decide)
+    _decision(w, idx, info, cands, printed, inject_k, decide)
     fused = "alpha" in info
     split = _by_term(idx, q)
     args_ = (terms, profile, n, avglen, df, split, fused, q["learnt"] or {})
@@ -186,7 +195,20 @@ def _by_term(idx, q):
     return {t: query.score(idx, [t], q["weights"])[0] for t in q["terms"] if t in q["found"]}
 
 
-def _decision(w, info, cands, printed, inject_k, on):
+def _groups(idx, cands):
+    """``{skill number: [names of its group of copies]}`` for the
+    candidates that have copies in the library (the index's ``copies``)."""
+    from retriever import store
+    shown = set(c["n"] for c in cands)
+    out = {}
+    for g in idx["header"].get("copies") or ():
+        if shown.intersection(g):
+            names = [store.doc(idx, n)[1] for n in g]
+            out.update((n, names) for n in g)
+    return out
+
+
+def _decision(w, idx, info, cands, printed, inject_k, on):
     """The decision as ``decide.choose`` made it: the gate's features and
     probability, then each candidate's, and the verdicts."""
     if not on:
@@ -196,6 +218,7 @@ def _decision(w, info, cands, printed, inject_k, on):
         w("decision: no skill shares a word with the query or is close to it: nothing is injected\n\n")
         return
     named = info.get("named")
+    groups = _groups(idx, cands)
     w("decision (%s model, docs/decision.md): the gate gives %.2f that this turn needs a skill "
       "(threshold %.2f): %s\n" % (info["mode"], info["gate"], info["gate_threshold"],
                                   "the message names a skill: what it names is injected, and nothing else"
@@ -208,6 +231,8 @@ def _decision(w, info, cands, printed, inject_k, on):
             verdict = ("injected (the message names it)" if c["id"] in printed else
                        "cut: beyond the %d injected (-k or SKILL_RETRIEVAL_INJECT_K)" % inject_k if c.get("named")
                        else "not injected (the message names another skill)")
+        elif c.get("copy_of"):
+            verdict = "not injected: a copy of %s, which takes the group's one slot" % one_line(c["copy_of"])
         elif i == 1:
             verdict = "injected" if c["id"] in printed else \
                 "not injected (the gate gives %.2f < %.2f: no skill fits this turn)" % (info["gate"],
@@ -224,6 +249,9 @@ def _decision(w, info, cands, printed, inject_k, on):
         score = "score %.3f" % c["score"] if c["x"] is not None or info["mode"] == "bm25" else \
             "BM25 score %.3f, beyond the ranking" % c["bm25"]
         w("  #%d %s (%s)  %s%s  %s\n" % (i, one_line(c["name"]), one_line(c["id"]), score, cos, verdict))
+        group = groups.get(c["n"])
+        if group:
+            w("      copies (one slot a turn; docs/decision.md): %s\n" % ", ".join(one_line(x) for x in group))
         if i > 1 and c["x"] is not None:  # (a named skill from beyond the ranking has none)
             w("      features: %s\n" % ", ".join("%s %.3f" % (k, v) for k, v in zip(info["more_names"][1:],
                                                                                 c["x"][1:])))

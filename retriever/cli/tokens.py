@@ -389,6 +389,17 @@ def add_arguments(parser):
                              "(default: Claude Code 200,000, Codex 272,000)")
 
 
+def mcp_tools_cost(runner):
+    """Characters the MCP server's two tools add to each of ``runner``'s
+    model requests: their definitions (retriever.runners.mcp_server), or
+    for Claude Code, which defers MCP tools until the model searches for
+    them (ToolSearch, seen with 2.1.332), their two names in its list."""
+    from retriever.runners import mcp_server
+    if runner == "claude-code":
+        return sum(len("mcp__%s__%s\n" % (mcp_server.SERVER_NAME, t["name"])) for t in mcp_server.TOOLS)
+    return len(mcp_server.tools_json())
+
+
 def run_runner(args):
     """``tokens --runner R``: the runner's listing with and without names-only."""
     from retriever.runners import listing
@@ -409,6 +420,7 @@ def run_runner(args):
     saved = net_saving(c["stock"], c["names_only"], inj["mean"])
     c.update(injection_chars=inj, net_saving_chars=saved, queries=len(queries),
              sample=sample_note(source, inj, len(queries)), queries_from=source)
+    c["mcp_tools"] = mcp_tools_cost(args.runner)
     if args.format == "json":
         sys.stdout.write(json.dumps(c, indent=1) + "\n")
     elif c["skills"]:
@@ -419,7 +431,9 @@ def run_runner(args):
                                                       if c["budget"] else ""), c["stock"]),
                          ("names only (skill-retrieve install %s)" % c["runner"], c["names_only"]),
                          ("mean injection per message (%d queries)" % len(queries), inj["mean"]),
-                         ("net saving per turn (stock - names only - mean injection)", saved)):
+                         ("net saving per turn (stock - names only - mean injection)", saved),
+                         ("MCP server's tool definitions, every request (install; --no-mcp: none)%s"
+                          % (" (deferred: names only)" if c["runner"] == "claude-code" else ""), c["mcp_tools"])):
             out.append("| %s | %s | %s |" % (label, _fmt(estimate(n)), _fmt(n)))
         if c["budget"] and c["unbudgeted"] > c["stock"]:
             out += ["", "over budget: %s chars of descriptions do not fit, so %s drops or shortens some "

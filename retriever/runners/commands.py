@@ -2,7 +2,8 @@
 
 Install registers the prompt hook (``retriever.runners.install``), then
 makes the runner list the skills by name only (``retriever.runners.listing``;
-``--no-compact`` skips that half).  Uninstall takes the names-only
+``--no-compact`` skips that half), then registers the MCP server
+(``retriever.runners.mcp_config``; ``--no-mcp`` skips it).  Uninstall takes the names-only
 entries out first, so what is left is the hook alone, which the hook's
 uninstall removes (with the file, when install created it).
 
@@ -23,6 +24,9 @@ def add_arguments(parser):
                         help="install the hook alone: leave the runner listing every skill's description "
                              "(by default Claude Code, Codex, Gemini CLI and OpenCode list the skills by name "
                              "only, and the hook adds the relevant ones; docs/runners.md)")
+    parser.add_argument("--no-mcp", action="store_true",
+                        help="do not register the MCP server (search_skills, read_skill) in the runner's MCP "
+                             "settings (docs/mcp.md)")
 
 
 def run(args):
@@ -167,13 +171,20 @@ def run_one(args):
             if command == "uninstall":
                 # The listing first, so the hook's file is back as install
                 # left it (restored byte for byte); a refused file is named once.
-                code = listing.uninstall(args.runner, args.project, args.dry_run)
+                # The MCP server entry first: install added it last.
+                from retriever.runners import mcp_config
+                code = mcp_config.uninstall(args.runner, args.project, args.dry_run)
+                code = code or listing.uninstall(args.runner, args.project, args.dry_run)
                 return code or install.run(args)
             code = install.run(args)
             if code == 0:
                 code = listing.install(args.runner, args.project, args.dry_run,
                                        compact=not getattr(args, "no_compact", False),
                                        force=getattr(args, "force", False))
+            if code == 0 and not getattr(args, "no_mcp", False):
+                from retriever.runners import mcp_config
+                code = mcp_config.install(args.runner, args.project, args.dry_run,
+                                          force=getattr(args, "force", False))
             return code
     except (OSError, fileutil.Unchanged) as exc:  # the lock itself: no state folder, or held
         sys.stderr.write("skill-retrieve: %s: %s\n" % (command, exc))

@@ -117,7 +117,7 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, co
     # turns that need none (helper.packed), an encoder number like the rest.
     chat = cos.pop(CHAT, None)
     cover_best = dc.confidence(idx, q["found"], bm_top[0][0], q["n_scored"]) if bm_top else 0.0
-    alpha = fuse.alpha_for(text, cover_best)
+    alpha = fuse.alpha_for(text, cover_best, q["lang"])
     fused = fuse.fuse(acc, bm_top, cos, alpha)
     cands = []
     for d, f, c in fused:
@@ -133,7 +133,7 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, co
     if context is not None:
         context["ranked"] = [(c["result"]["id"], c["score"]) for c in cands[:query.CONTINUES_WITHIN]]
     if explain is not None:
-        explain.update(alpha=alpha, coverage_bm25_best=cover_best)
+        explain.update(alpha=alpha, coverage_bm25_best=cover_best, lang=q["lang"])
     if not decide:
         return dc.plain(cands, k, None, explain)
     # The library's own scale for this message: its best and tenth-best

@@ -8,7 +8,8 @@ eval/multilingual_queries.jsonl): over BM25's top ``BM25_POOL`` plus the
 encoder's top ``DENSE_POOL``, each candidate scores
 ``a * bm25 / bm25_max + (1 - a) * cosine``.  ``a``, BM25's share, follows
 how much BM25 has to go on: ``ALPHA_FOREIGN`` for a query mostly in a
-non-Latin script (English skills share no words with it); otherwise it
+non-Latin script (English skills share no words with it), or in a
+language the library is not written in (``query.foreign``); otherwise it
 rises with the share of the query the best BM25 match covers, from
 ``ALPHA_LOW`` (no word matched: Spanish, German, French ...) to ``ALPHA``
 at ``FULL_COVER`` and above.  A ramp rather than a step at half coverage:
@@ -40,10 +41,13 @@ def non_latin_share(text):
     return other / letters if letters else 0.0
 
 
-def alpha_for(text, coverage):
+def alpha_for(text, coverage, foreign=""):
     """BM25's weight for this query, given the share of it the best BM25
-    match covers (see the module docstring)."""
-    if non_latin_share(text) > 0.3:
+    match covers (see the module docstring); ``foreign``, the language of
+    a message the library is not written in (``query.foreign``), gives
+    ALPHA_FOREIGN as a non-Latin script does: the words BM25 matches in
+    such a message are a few borrowed terms, not the request."""
+    if foreign or non_latin_share(text) > 0.3:
         return ALPHA_FOREIGN
     return ALPHA_LOW + (ALPHA - ALPHA_LOW) * min(1.0, max(0.0, coverage) / FULL_COVER)
 

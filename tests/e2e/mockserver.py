@@ -298,7 +298,7 @@ def offered_tools(body: dict) -> list:
     return names
 
 
-def _anthropic_tool(body: dict, name: str, args: dict):
+def _anthropic_tool(body: dict, name: str, args: dict, tool_id: str = "toolu_mock01"):
     model = body.get("model") or DEFAULT_MODEL
     usage = {"input_tokens": 10, "output_tokens": 1,
              "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -308,7 +308,7 @@ def _anthropic_tool(body: dict, name: str, args: dict):
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": dict(usage, output_tokens=0)}}),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
-            "type": "tool_use", "id": "toolu_mock01", "name": name, "input": {}}}),
+            "type": "tool_use", "id": tool_id, "name": name, "input": {}}}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
             "type": "input_json_delta", "partial_json": json.dumps(args)}}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
@@ -319,13 +319,15 @@ def _anthropic_tool(body: dict, name: str, args: dict):
     ])
 
 
-def _responses_tool(body: dict, name: str, args: dict):
+def _responses_tool(body: dict, name: str, args: dict, namespace: str | None = None):
     model = body.get("model") or DEFAULT_MODEL
     usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
              "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": 11}
     item = {"type": "function_call", "id": "fc_mock01", "call_id": "call_mock01", "name": name,
             "arguments": json.dumps(args), "status": "completed"}
+    if namespace:  # a tool of a "namespace" tool group (Codex's MCP servers)
+        item["namespace"] = namespace
 
     def response(status, output):
         return {"id": "resp_mock02", "object": "response", "created_at": int(time.time()),
@@ -378,10 +380,10 @@ def _chat_tool(body: dict, name: str, args: dict):
 
 def _tool_reply(route: str, path: str, body: dict, call: dict):
     name, args = call["name"], call.get("args") or {}
-    if route == "anthropic":
-        return _anthropic_tool(body, name, args)
+    if route == "anthropic":  # each call of a sequence needs an id of its own
+        return _anthropic_tool(body, name, args, call.get("id", "toolu_mock01"))
     if route == "responses":
-        return _responses_tool(body, name, args)
+        return _responses_tool(body, name, args, call.get("namespace"))
     if route == "gemini":
         return _gemini_tool(name, args, "streamGenerateContent" in path)
     return _chat_tool(body, name, args)
@@ -532,6 +534,7 @@ class MockLLM:
                  verbose: bool = False, tool_call: dict | None = None):
         self.reply_text = reply_text
         self.tool_call = tool_call  # {"name", "args"}: called once (see _tool_reply)
+        self.tool_calls: list[dict] = []  # or these, in turn (see _take_tool_call)
         self.model = model
         self.scripted_call: dict | None = None  # {"marker", "name", "input"}: see call_due
         self.verbose = verbose
@@ -593,8 +596,14 @@ class MockLLM:
                     fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
     def _take_tool_call(self, route: str, body: dict) -> dict | None:
-        """The tool call to answer this request with, once per mock."""
+        """The tool call to answer this request with, once per mock; or
+        the next of ``tool_calls`` (a list, one per model request, each
+        answered whatever the request offers: a deferred or namespaced
+        tool is not listed by name)."""
         with self._lock:
+            # (a request offering no tool at all, OpenCode's title request, is not the turn)
+            if self.tool_calls and route in ("chat", "anthropic", "responses", "gemini") and body.get("tools"):
+                return self.tool_calls.pop(0)
             call = self.tool_call
             if (call is None or route not in ("chat", "anthropic", "responses", "gemini")
                     or call["name"] not in offered_tools(body)):
