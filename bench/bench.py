@@ -10,6 +10,9 @@ the same interpreter) and every variant:
   hook      bin/skill-retrieve hook claude-code --index FILE, JSON on stdin
   hook-deep the same hook, the fifth prompt of a session with a 512 KiB
             transcript and a full session state (``deep_session``)
+  warm      the session-start hook as install registers it (-I -S bin warm
+            claude-code, SessionStart JSON on stdin): it prints nothing and
+            forks; its budget is floor + 20 ms (issue 38)
   pickle    plain dict index {term: [(doc, weight)]} + docs, pickle, -I -S
   orjson    the same dict with orjson (needs site-packages: -I, site on)
   rebuild   parse every SKILL.md, build, query (300 and 3,741 only)
@@ -248,6 +251,9 @@ def deep_session(cache, env):
                            "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
                            "prompt": q}).encode("utf-8")
     return payload, pre
+SESSION_START = json.dumps({"session_id": "bench-start", "cwd": HERE, "hook_event_name": "SessionStart",
+                            "source": "startup"}).encode("utf-8")
+WARM_BUDGET_MS = 20.0
 
 
 def hook_argv(index_path, roots, prog=None):
@@ -281,6 +287,10 @@ def variants_for(size, roots, index_path, pkl, oj, env):
         # console script pip writes is what they would run without it.
         {"name": "hook-deep", "label": "hook, 5th prompt of a session (512 KiB transcript)",
          "make": lambda q: (hook_argv(index_path, roots), deep(q), env), "pre": deep_pre},
+        # The bench's HOME has no Claude Code skills, so the child it forks
+        # finds nothing to index and exits: the row is the runner's wait.
+        {"name": "warm", "label": "session-start hook: warm claude-code",
+         "make": lambda q: ([PY, "-I", "-S", BIN, "warm", "claude-code"], SESSION_START, env)},
         {"name": "hook-checkout", "label": "hook as a checkout installs it (-I -S bin)",
          "make": lambda q: (hook_argv(index_path, roots, [PY, "-I", "-S", BIN]), hook_payload(q), env)},
         {"name": "hook-pip", "label": "hook as pip/pipx/uv install it (__main__)",
@@ -587,9 +597,12 @@ def render(report):
                     failed.append(size)
             elif name == "hook" and budget_text(size, row):
                 bud = "(info) " + budget_text(size, row)
+            elif name == "warm":
+                bud = "wall <= floor+%g ms %s" % (WARM_BUDGET_MS, "PASS" if row["wall_minus_floor_ms"]
+                                                  <= WARM_BUDGET_MS else "FAIL")
             if row["failures"]:
                 bud += "  [%d FAILED runs: %s]" % (row["failures"], row["first_err"].strip()[-120:])
-            if row["unanswered"] and name != "floor":
+            if row["unanswered"] and name not in ("floor", "warm"):
                 bud += "  [%d runs printed nothing where shipped answers]" % row["unanswered"]
             lines.append(fmt_row(label, row, bud))
         if "rebuild" not in d["rows"]:
@@ -629,7 +642,7 @@ def render(report):
             bud = ""
             if row["failures"]:
                 bud = "[%d FAILED runs]" % row["failures"]
-            if row["unanswered"] and name != "floor":
+            if row["unanswered"] and name not in ("floor", "warm"):
                 bud += "  [%d runs printed nothing where shipped answers]" % row["unanswered"]
             lines.append(fmt_row(fr["labels"][name], row, bud))
         fl2 = fr["floor2"]

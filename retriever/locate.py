@@ -303,12 +303,16 @@ def log_path():
     return cache_dir() + "/skill-retrieval.log"
 
 
-def log(line):
-    """Append one timestamped line to the log; never raises."""
+def log(line, make=True):
+    """Append one timestamped line to the log; never raises.  ``make``:
+    create the cache folder when missing (False: a hook's routine line
+    does not pay for importing ``os``; no folder, no line)."""
     try:
         import time
         d = cache_dir()
         if not isdir(d):
+            if not make:
+                return
             import os
             os.makedirs(d, mode=0o700, exist_ok=True)
         # Never waits: a FIFO with no reader fails the open (ENXIO) rather

@@ -367,8 +367,27 @@ def answer(text, req, idx=None):
                       "was corrupt (%s)" % type(exc).__name__, req.get("quiet", False),
                       req.get("only_hermes", False), req.get("hermes_home"))
         results = rank(idx or store.load(path), path, text, top_k, req, keep, provider)
+    if req.get("tiers") == ["bm25"] and "semantic" not in req:
+        req["bm25_why"] = bm25_reason(provider)
     return shortlist(text, results, inject_k, req.get("rerank", False), req.get("session_id"),
                      None if req.get("quiet") else warn), path
+
+
+def bm25_reason(provider):
+    """Why the warm helper's tier did not answer, in a few words, for an
+    answer by BM25 alone; ``provider`` is what ``answer`` asked: None (the
+    extra is not installed), "client" (the setting is off), or the
+    helper's client, whose ``status`` says what it heard."""
+    if not settings.get("SKILL_RETRIEVAL_SEMANTIC"):
+        return "turned off (SKILL_RETRIEVAL_SEMANTIC=off)"
+    status = getattr(provider, "status", None)
+    if status is None:
+        return "the semantic extra is not installed"
+    if status == "no helper":
+        return "helper loading (none was running: this prompt started it)"
+    if status.startswith("pending"):
+        return "helper loading (%s)" % (status[len("pending"):].strip() or "pending")
+    return "helper did not answer (%s)" % status
 
 
 def rank(idx, path, text, k, req, keep, provider):

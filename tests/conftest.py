@@ -213,6 +213,18 @@ def cli(tmp_path, cli_env):
     return run
 
 
+def wait_until(cond, timeout=60.0, step=0.05):
+    """True once ``cond()`` is, polled every ``step`` seconds; False after
+    ``timeout`` (for what a detached process does in its own time)."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return False
+
+
 def assert_clean(proc, code=0):
     """Exit ``code`` and no Python traceback on stderr."""
     assert "Traceback" not in proc.stderr, proc.stderr

@@ -195,3 +195,26 @@ def test_a_root_that_is_no_folder_beside_good_ones_is_named_as_such(run, home, t
     assert "no SKILL.md below" not in proc.stdout and "%s/<name>" % bad not in proc.stdout, proc.stdout
     rep = json.loads(run("doctor", "--root", good, "--root", str(bad), "--no-probe", "--format", "json").stdout)
     assert [f for f in rep["findings"] if f["what"].startswith("%s: %s" % (bad, why))], rep["findings"]
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "codex", "gemini"])
+def test_doctor_shows_the_session_start_hook_and_warns_when_it_is_gone(runner, run, home, tmp_path):
+    # Issue 38: install registers `warm RUNNER` on SessionStart; doctor
+    # shows it, and says what its absence costs.
+    add_skills(home)
+    assert_clean(run("install", runner))
+    rep = json.loads(run("doctor", "--runner", runner, "--no-probe", "--format", "json").stdout)
+    st = rep["runners"][0]["session_start"]
+    assert st["event"] == "SessionStart" and st["command"].endswith(" warm %s" % runner)
+    assert "session start: SessionStart runs `warm %s`" % runner in run("doctor", "--runner", runner,
+                                                                         "--no-probe").stdout
+    path = rep["runners"][0]["settings"]
+    data = json.load(open(path))
+    data["hooks"]["SessionStart"] = [g for g in data["hooks"]["SessionStart"]
+                                     if " warm %s" % runner not in g["hooks"][0]["command"]]
+    with open(path, "w") as f:
+        json.dump(data, f)
+    rep = json.loads(run("doctor", "--runner", runner, "--no-probe", "--format", "json").stdout)
+    assert rep["runners"][0]["session_start"]["command"] is None
+    assert any("no session-start hook" in f["what"] and f["fix"].endswith(" install %s" % runner)
+               for f in rep["findings"])

@@ -406,7 +406,8 @@ def test_dry_run_prints_a_unified_diff_of_the_change(cli, tmp_path):
     assert "would write %s:\n--- %s\n+++ %s\n@@ " % (settings, settings, settings) in out, out
     assert '"k05": 5' not in out  # lines far from the change are not printed
     from conftest import apply_diff
-    said = out.split("would write %s:\n" % settings, 1)[1]
+    # Only this file's diff: install writes the MCP server's file next.
+    said = out.split("would write %s:\n" % settings, 1)[1].split("would write ", 1)[0]
     assert cli("install", "claude-code", "--no-compact").returncode == 0
     assert apply_diff(mine, said) == settings.read_text()
 

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import make_skill
+from conftest import make_skill, wait_until
 
 PROMPT = "pull the text out of my scanned pdf invoice"
 UNRELATED = "zzyzx qwvvb"
@@ -130,7 +130,9 @@ def test_each_runner_gets_its_exact_shape(runner, hook, cli, skills, log):
 def test_nothing_relevant_gives_the_runners_empty_answer(runner, hook, skills, log):
     proc = hook(runner, payload(runner, UNRELATED), "--root", skills)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, EMPTY[runner], "")
-    assert not [l for l in log() if "hook %s: " % runner in l and "built index" not in l]
+    # Only the index build and the tier's absence (turned off here) are logged.
+    assert not [l for l in log() if "hook %s: " % runner in l and "built index" not in l
+                and "answered by BM25 alone: turned off" not in l]
 
 
 def test_output_is_one_json_line(hook, skills):
@@ -527,3 +529,58 @@ def test_hermes_hook_ranks_within_what_hermes_shows(hook, tmp_path):
     proc = hook("hermes", payload("hermes", "upload release archives to the legacy ftp server"), env=env)
     got = set(re.findall(r"\*\*([a-z0-9:-]+)\*\*", parse(proc)["context"]))
     assert got == {"ftp-checksum", "myplug:ftp-mirror"}, got
+
+
+# ------------------------------------------------- the session-start hook
+
+
+@pytest.mark.parametrize("runner", ["claude-code", "codex", "gemini"])
+def test_the_session_start_hook_prints_nothing_and_builds_the_index_in_the_background(runner, cli, cli_env, log):
+    # Issue 38: `warm RUNNER` runs when a session starts.  It prints
+    # nothing (Claude Code hands a SessionStart hook's stdout to the
+    # model) and leaves the work to a detached child: with the semantic
+    # tier off, that child builds the index of the runner's skill set, so
+    # the first prompt finds it.
+    home = cli_env["HOME"]
+    folder = {"claude-code": os.path.join(home, ".claude", "skills"),
+              "codex": os.path.join(home, ".codex", "skills"),
+              "gemini": os.path.join(home, ".gemini", "skills")}[runner]
+    make_skill(folder, "pdf-extract", {"name": "pdf-extract", "description": "Extract text from scanned PDF files."})
+    start = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "cwd": home, "session_id": "s1"})
+    proc = cli("warm", runner, input=start, cwd=home)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    assert wait_until(lambda: os.path.isdir(cache) and any(f.endswith(".skr") for f in os.listdir(cache)))
+    assert wait_until(lambda: "warm %s: built index" % runner in "\n".join(log()))
+
+
+@pytest.mark.parametrize("args", [["warm"], ["warm", "nope"], ["warm", "claude-code", "extra"]])
+def test_a_bad_session_start_command_line_is_silent_and_logged(args, cli, log):
+    proc = cli(*args, input="{}")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert "warm: bad command line" in "\n".join(log())
+
+
+# --------------------------------------------- which tier answered (issue 38)
+
+
+def test_each_prompt_answered_by_bm25_alone_is_logged_with_why_and_doctor_counts_them(hook, cli, skills, log):
+    for n in range(2):  # the tier is off here
+        parse(hook("claude-code", {"prompt": PROMPT, "cwd": "/", "session_id": "s%d" % n}, "--root", skills))
+    # Without the extra (an interpreter without numpy): said as such.
+    bare = "/usr/bin/python3"
+    if not os.path.exists(bare) or subprocess.run([bare, "-c", "import numpy"], capture_output=True).returncode == 0:
+        pytest.skip("no interpreter without numpy here")
+    parse(hook("claude-code", {"prompt": PROMPT, "cwd": "/", "session_id": "s3"}, "--root", skills,
+               env={"SKILL_RETRIEVAL_SEMANTIC": "on", "SKILL_RETRIEVAL_PYTHON": bare}))
+    lines = [l for l in log() if "answered by BM25 alone" in l]
+    assert len(lines) == 3
+    assert lines[0].endswith("hook claude-code: answered by BM25 alone: turned off (SKILL_RETRIEVAL_SEMANTIC=off)")
+    assert lines[2].endswith("answered by BM25 alone: the semantic extra is not installed")
+    # doctor's probe names no session, so it is not counted.
+    rep = json.loads(cli("doctor", "--root", skills, "--format", "json").stdout)
+    assert rep["semantic"]["recent"] == {"prompts": 3, "bm25": 3, "why": {"turned off": 2,
+                                                                           "the semantic extra is not installed": 1}}
+    out = cli("doctor", "--root", skills, "--no-probe").stdout
+    assert ("3 of the last 3 prompts were answered by BM25 alone: turned off (2), "
+            "the semantic extra is not installed (1)") in out

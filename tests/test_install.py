@@ -56,6 +56,12 @@ def ours(data, runner):
             if "skill-retrieve" in h.get("command", "") and (" hook %s" % runner) in h["command"]]
 
 
+def warmers(data, runner):
+    """Our session-start handlers in a settings object."""
+    return [h for g in data.get("hooks", {}).get("SessionStart", []) for h in g.get("hooks", [])
+            if "skill-retrieve" in h.get("command", "") and (" warm %s" % runner) in h["command"]]
+
+
 def backups(path):
     return backups_of(path)
 
@@ -75,11 +81,15 @@ def test_fresh_install_writes_one_entry(runner, run, home, tmp_path):
     path = user_file(runner, home, tmp_path)
     data = json.load(open(path))
     event, timeout = JSON_RUNNERS[runner]
-    assert list(data) == ["hooks"] and list(data["hooks"]) == [event]
+    # The prompt hook, and the session-start one that warms the semantic
+    # helper (issue 38), in every install mode.
+    assert list(data) == ["hooks"] and list(data["hooks"]) == [event, "SessionStart"]
     (h,) = ours(data, runner)
     assert h["type"] == "command" and h["timeout"] == timeout
     argv = shlex.split(h["command"])
     assert argv[1:] == ["-I", "-S", str(BIN), "hook", runner]
+    (w,) = warmers(data, runner)
+    assert shlex.split(w["command"]) == argv[:4] + ["warm", runner] and w["timeout"] == timeout
     assert os.path.isabs(argv[0]) and os.access(argv[0], os.X_OK)
     assert "/shims/" not in argv[0] and not inst.is_shim(argv[0])
     assert backups(path) == []  # nothing existed to back up
@@ -144,6 +154,8 @@ def test_existing_file_keeps_everything_else(runner, run, home, tmp_path):
     assert data["hooks"][event][:len(OTHER["hooks"][event])] == OTHER["hooks"][event]
     assert len(ours(data, runner)) == 1
     data["hooks"][event] = [g for g in data["hooks"][event] if not ours({"hooks": {event: [g]}}, runner)]
+    assert len(warmers(data, runner)) == 1
+    del data["hooks"]["SessionStart"]  # added by install: OTHER has none
     assert data == OTHER and list(data) == list(OTHER)
     (b,) = backups(path)
     assert open(os.path.join(os.path.dirname(path), b), encoding="utf-8").read() == original
@@ -565,6 +577,26 @@ def test_uninstall_gives_back_the_very_bytes_install_found(runner, run, home, tm
     assert open(path, "rb").read() != original.encode()
     ok(run("uninstall", runner))
     assert open(path, "rb").read() == original.encode("utf-8")
+
+
+@pytest.mark.parametrize("before", [[{"hooks": [{"type": "command", "command": "echo hello"}]}], []])
+@pytest.mark.parametrize("runner", list(JSON_RUNNERS))
+def test_uninstall_takes_out_exactly_the_session_start_hook(runner, before, run, home, tmp_path):
+    # Install adds one session-start hook (``warm``) beside the user's;
+    # a second install adds none; uninstall, after a change that rules out
+    # the byte-exact restore, takes out ours alone and keeps the list that
+    # was there, even emptied.
+    path = user_file(runner, home, tmp_path)
+    theirs = {"hooks": {"SessionStart": before}, "x": 1}
+    write(path, json.dumps(theirs))
+    ok(run("install", runner, "--no-compact"))
+    data = json.load(open(path))
+    assert data["hooks"]["SessionStart"][:len(before)] == before and len(warmers(data, runner)) == 1
+    ok(run("install", runner, "--no-compact"))
+    assert json.load(open(path)) == data
+    write(path, json.dumps(dict(data, y=2)))
+    ok(run("uninstall", runner))
+    assert json.load(open(path)) == dict(theirs, y=2)
 
 
 def test_uninstall_keeps_the_empty_lists_that_were_there(run, home, tmp_path):

@@ -74,7 +74,9 @@ def test_claude_code_lists_each_skill_by_name_and_keeps_the_users_entries(run, h
     data = json.loads(read(claude_settings(home)))
     assert data["skillOverrides"] == {"beta": "off", "zeta": "on", "alpha": "name-only", "gamma": "name-only"}
     assert data["theme"] == "dark"
-    (group,) = data["hooks"]["SessionStart"]
+    # The session-start hooks: the helper's warm-up (the hook's install) and sync.
+    warm, group = data["hooks"]["SessionStart"]
+    assert " warm claude-code" in warm["hooks"][0]["command"]
     assert " sync claude-code" in group["hooks"][0]["command"]
     # a second install changes nothing
     before = read(claude_settings(home))
@@ -88,7 +90,9 @@ def test_no_compact_installs_the_hook_alone(run, home):
     skill(os.path.join(home, ".claude", "skills"), "alpha")
     assert_clean(run("install", "claude-code", "--no-compact"))
     data = json.loads(read(claude_settings(home)))
-    assert "skillOverrides" not in data and list(data["hooks"]) == ["UserPromptSubmit"]
+    assert "skillOverrides" not in data and list(data["hooks"]) == ["UserPromptSubmit", "SessionStart"]
+    (warm,) = data["hooks"]["SessionStart"]  # the helper's warm-up, and no sync
+    assert warm["hooks"][0]["command"].endswith(" warm claude-code")
 
 
 def test_uninstall_deletes_the_settings_file_install_created(run, home):
@@ -414,7 +418,7 @@ def test_project_install_syncs_the_projects_settings(cli, run, tmp_path):
     settings = proj / ".claude" / "settings.json"
     data = json.loads(settings.read_text())
     assert data["skillOverrides"] == {"alpha": "name-only"}
-    (group,) = data["hooks"]["SessionStart"]
+    _warm, group = data["hooks"]["SessionStart"]
     argv = group["hooks"][0]["command"].split()
     assert argv[-2:] == ["--project", str(proj)]
     skill(str(skills), "late")
@@ -768,3 +772,29 @@ def test_uninstall_reads_the_records_an_older_version_wrote(run, home):
     assert_clean(run("uninstall", "gemini"))
     assert not os.path.exists(os.path.dirname(env))
     assert listing.load_state() == {} and fileutil.created() == {}
+
+
+@pytest.mark.skipif(__import__("shutil").which("node") is None, reason="Node.js is not installed")
+def test_the_cline_plugin_warms_up_when_it_loads(run, home, cli_env, tmp_path):
+    # Issue 38: Cline has no session-start hook the CLI reads; its plugin's
+    # setup runs `warm cline`, detached: with the tier off here, that
+    # builds the index before the task's first prompt.
+    import subprocess
+    skill(os.path.join(home, ".cline", "skills"), "alpha")
+    assert_clean(run("install", "cline"))
+    cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    for f in os.listdir(cache):
+        if f.startswith("index-"):
+            os.unlink(os.path.join(cache, f))  # built by install: the warm-up builds it again
+    mjs = tmp_path / "plugin.mjs"
+    mjs.write_text(open(listing.cline_plugin_path()).read())
+    driver = tmp_path / "load.mjs"
+    driver.write_text("const m = await import(%s);\nm.default.setup({}, { workspaceInfo: { rootPath: %s } });\n"
+                      % (json.dumps(str(mjs)), json.dumps(home)))
+    proc = subprocess.run(["node", str(driver)], env=cli_env, capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    log = os.path.join(cache, "skill-retrieval.log")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (os.path.exists(log) and "warm cline: built index" in open(log).read()):
+        time.sleep(0.1)
+    assert "warm cline: built index" in open(log).read()

@@ -121,3 +121,28 @@ def test_the_installed_plugin_adds_the_block_to_the_message(env, tmp_path):
         else:
             assert len(parts) == 2 and parts[1]["synthetic"] is True
             assert "## Retrieved Skills" in parts[1]["text"] and "(%s)" % expect in parts[1]["text"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_the_plugin_warms_up_when_it_loads(env, tmp_path):
+    # Issue 38: OpenCode has no session-start hook; its plugin loads as a
+    # session starts and runs `warm opencode` then, detached: with the tier
+    # off here, that builds the project's index before any message.
+    e, project = env
+    assert_clean(run_cli(["install", "opencode", "--project", project], e))
+    cache = Path(e["XDG_CACHE_HOME"]) / "skill-retrieval"
+    for f in cache.glob("index-*"):
+        f.unlink()  # built by install: the warm-up builds it again
+    mjs = tmp_path / "plugin.mjs"
+    mjs.write_text((project / ".opencode" / "plugins" / "skill-retrieval.js").read_text())
+    driver = tmp_path / "load.mjs"
+    driver.write_text("const m = await import(%s);\nawait m.SkillRetrieval({ directory: %s });\n"
+                      % (json.dumps(str(mjs)), json.dumps(str(project))))
+    proc = subprocess.run(["node", str(driver)], env=e, capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    log = Path(e["XDG_CACHE_HOME"]) / "skill-retrieval" / "skill-retrieval.log"
+    import time
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (log.exists() and "warm opencode: built index" in log.read_text()):
+        time.sleep(0.1)
+    assert "warm opencode: built index" in log.read_text() and "k8s-certs" not in proc.stdout

@@ -536,6 +536,28 @@ def test_first_query_starts_a_helper_and_answers_bm25(tmp_path, tree, helpers):
     assert _wait(lambda: not _alive(pid), 30)
 
 
+def test_only_the_first_question_after_a_helper_start_may_wait_for_it(tmp_path, monkeypatch):
+    """Issue 38, item 2: a question that finds the helper loading waits
+    for it (at most FIRST_WAIT) only when the helper was started within
+    RECENT seconds, and only once per start."""
+    import time
+    from retriever.semantic import client
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    folder = tmp_path / "skill-retrieval"
+    assert not client.may_wait()  # never started
+    folder.mkdir(mode=0o700)
+    stamp = folder / "semantic.spawned"
+    stamp.write_text("")
+    old = time.time() - client.RECENT - 5
+    os.utime(stamp, (old, old))
+    assert not client.may_wait()  # started long ago: loading for another reason
+    os.utime(stamp, None)
+    assert client.may_wait() and not client.may_wait()  # once
+    later = time.time() + 2
+    os.utime(stamp, (later, later))  # started again
+    assert client.may_wait(now=later) and not client.may_wait(now=later)
+
+
 def test_stale_socket_or_tier_off_gives_the_bm25_answer(tmp_path, tree, helpers):
     env = _helper_env(tmp_path)
     env["SKILL_RETRIEVAL_SEMANTIC"] = "off"
@@ -795,8 +817,10 @@ def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, 
         return out.stdout
 
     # BM25 alone has nothing for this Spanish prompt: the first hook call
-    # prints nothing and starts the helper, detached.
+    # prints nothing and starts the helper, detached, and says so in the log.
     assert hook() == ""
+    log = tmp_path / "xdg-cache" / "skill-retrieval" / "skill-retrieval.log"
+    assert "hook claude-code: answered by BM25 alone: helper loading (none was running" in log.read_text()
     assert _wait(lambda: _alive(_pid(env)))
     pid = _pid(env)
     # Once it is up, the hook injects the English skill through it.
@@ -809,6 +833,30 @@ def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, 
     assert not os.path.exists(_sock(env))
     log = (tmp_path / "xdg-cache" / "skill-retrieval" / "skill-retrieval.log").read_text()
     assert "semantic helper: started" in log and "exiting (idle for 5s)" in log
+
+
+def test_the_session_start_hook_warms_the_helper_for_the_first_prompt(tmp_path, helpers):
+    """Issue 38: with no helper running, ``warm claude-code`` (the
+    SessionStart hook) prints nothing, starts the helper and has it load
+    the vectors of the runner's index and the model, with no prompt yet:
+    the session's first prompt then gets the tier's answer."""
+    from pathlib import Path
+    env = _helper_env(tmp_path, idle=60)
+    helpers[1](env)
+    for rel, (desc, body) in SKILLS.items():  # Claude Code reads one level down
+        name = rel.split("/")[-1]
+        make_skill(Path(env["HOME"]) / ".claude" / "skills", name, {"name": name, "description": desc}, body=body)
+    cwd = str(tmp_path)
+    start = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "cwd": cwd, "session_id": "s1"})
+    out = run_cli(["warm", "claude-code"], env, input=start, cwd=cwd)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    log = tmp_path / "xdg-cache" / "skill-retrieval" / "skill-retrieval.log"
+    assert _wait(lambda: log.exists() and "model loaded" in log.read_text() and " ready (" in log.read_text())
+    # BM25 alone has nothing for this Spanish prompt: the tier answers it.
+    prompt = json.dumps({"prompt": "¿Cómo encuentro el cambio que introdujo el error en el historial?",
+                         "cwd": cwd, "session_id": "s1"})
+    out = run_cli(["hook", "claude-code"], env, input=prompt, cwd=cwd)
+    assert "git-bisect" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_the_hermes_plugin_fuses_in_process(tmp_path, tree, monkeypatch):

@@ -19,6 +19,8 @@ SUBCOMMANDS = {
     "uninstall": ("retriever.runners.commands", "remove what install added"),
     "sync": ("retriever.runners.listing", "keep a runner's names-only listing in step with its skills "
              "(run by a session-start hook)"),
+    "warm": ("retriever.runners.warm", "start the semantic helper and check the index in the background "
+             "(run by a session-start hook)"),
     "doctor": ("retriever.cli.doctor", "check skill roots, the index and runner set-up"),
     "tokens": ("retriever.cli.tokens", "estimate what retrieval saves per turn"),
     "rerank-report": ("retriever.cli.rerank_report", "summarise the LLM rerank A/B log"),

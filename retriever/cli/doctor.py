@@ -193,16 +193,17 @@ def _build_cmd(path, roots=None):
 # -------------------------------------------------------------- runners
 
 
-def _our_commands(data, runner):
+def _our_commands(data, runner, event=None, ours=install.is_ours):
     """Commands of our handlers in a parsed settings object (install.py
-    keeps its own walk private)."""
+    keeps its own walk private): the prompt hook's, or with ``event`` and
+    ``ours`` (``install.is_warm``) the session-start hook's."""
     hooks = data.get("hooks") if isinstance(data, dict) else None
-    groups = hooks.get(RECORDS[runner]["event"]) if isinstance(hooks, dict) else None
+    groups = hooks.get(event or RECORDS[runner]["event"]) if isinstance(hooks, dict) else None
     out = []
     for g in groups if isinstance(groups, list) else ():
         hs = g.get("hooks") if isinstance(g, dict) else None
         for h in hs if isinstance(hs, list) else ():
-            if isinstance(h, dict) and install.is_ours(h.get("command"), runner):
+            if isinstance(h, dict) and ours(h.get("command"), runner):
                 out.append(h["command"])
     return out
 
@@ -409,6 +410,14 @@ def _check_settings_hook(report, runner, path=None):
         _finding(report, "warn", "%s: %d skill-retrieve hooks in %s; each prompt runs all of them"
                  % (runner, len(cmds), path), "skill-retrieve install %s  (keeps one)" % runner)
     info["hook"] = check_command(report, runner, cmds[0], path, may_run(runner, path, cmds[0]))
+    start = RECORDS[runner].get("start")
+    if start:
+        warm = _our_commands(data, runner, start, install.is_warm)
+        info["session_start"] = {"event": start, "command": warm[0] if warm else None}
+        if not warm:
+            _finding(report, "warn", "%s: no session-start hook in %s, so the first prompt after a break is "
+                     "answered by BM25 alone while the semantic helper loads" % (runner, path),
+                     "skill-retrieve install %s" % runner)
     return info
 
 
@@ -619,6 +628,21 @@ def _log_tail(since):
 
 
 # ---------------------------------------------------------------- doctor
+
+
+def recent_tiers(m=50):
+    """How the last ``m`` prompts the hooks answered were answered:
+    ``{"prompts": M, "bm25": N, "why": {reason: count}}``, reasons without
+    their detail ("helper loading", "turned off", ...), most frequent first."""
+    from retriever.runners import hook
+    lines = hook.recent_tiers(m)
+    why = {}
+    for l in lines:
+        if l.startswith("bm25 "):
+            r = l[5:].split(" (")[0]
+            why[r] = why.get(r, 0) + 1
+    return {"prompts": len(lines), "bm25": sum(why.values()),
+            "why": dict(sorted(why.items(), key=lambda kv: -kv[1]))}
 
 
 def check_runner(report, runner, projects=()):
@@ -866,6 +890,7 @@ def diagnose(runner="all", roots=(), index=None, cwd=None, do_probe=True, projec
 
     from retriever import semantic
     report["semantic"] = semantic.state(list(idx_users))
+    report["semantic"]["recent"] = recent_tiers()
     from retriever.cli import bundler
     b_state, b_path = bundler.state(sys.modules["retriever"].__path__[0].rsplit("/", 1)[0])
     report["bundle"] = {"state": b_state, "path": b_path}
@@ -978,6 +1003,11 @@ def render_text(report):
         w("  %-4s %s; helper %s" % ("ok" if sem["state"] == "on" else "--", sem["state"], sem["helper"]))
         for p, v in sem["vectors"].items():
             w("       vectors of %s: %s" % (_home(p), v))
+        rec = sem.get("recent")
+        if rec and rec["prompts"]:
+            w("  %-4s %d of the last %d prompts were answered by BM25 alone%s" % (
+                "ok" if not rec["bm25"] else "--", rec["bm25"], rec["prompts"],
+                ": " + ", ".join("%s (%d)" % kv for kv in rec["why"].items()) if rec["bm25"] else ""))
     b = report.get("bundle")
     if b:
         w("Start-up")
@@ -1000,6 +1030,11 @@ def render_text(report):
             w("         python: %s (%s, %s)" % (_home(hook["interpreter"]), what, site))
         if r.get("mcp"):
             w("         MCP server: %s  (%s)" % (r["mcp"]["state"], _home(r["mcp"]["file"])))
+        st = r.get("session_start")
+        if st:
+            w("         session start: %s" % ("%s runs `warm %s` (starts the semantic helper)" % (st["event"], r["runner"])
+                                          if st["command"] else "no %s hook: the first prompt starts the helper"
+                                          % st["event"]))
         no = r.get("names_only")
         if no:
             w("         names only: %s" % {"on": "on, %s listed by name" % plural(no["covered"], "skill"),

@@ -236,6 +236,10 @@ def main(argv=None):
             warn("unknown command '%s'; did you mean '%s'? (to search for it: skill-retrieve query %s ...)"
                  % (argv[0], meant, argv[0]))
             return 2
+    if argv[:1] == ["warm"] and "-h" not in argv and "--help" not in argv:
+        # The session-start hook: only forks, so it is spared argparse.
+        from retriever.runners import warm
+        return warm.run(argv[1:])
     try:
         opts = parse_fast(argv)
     except Usage as exc:

@@ -87,6 +87,19 @@ def is_ours(command, runner):
             and (" hook %s" % runner) in command)
 
 
+def warm_command(command, runner):
+    """The session-start command beside the prompt hook ``command``: the
+    same interpreter and script, ``warm RUNNER`` instead of ``hook RUNNER``."""
+    head, sep, tail = command.rpartition(" hook %s" % runner)
+    return head + " warm %s" % runner + tail if sep else command
+
+
+def is_warm(command, runner):
+    """True when ``command`` is our session-start hook for ``runner``."""
+    return (isinstance(command, str) and ("skill-retrieve" in command or "retriever/__main__.py" in command)
+            and (" warm %s" % runner) in command)
+
+
 # ---------------------------------------------------------------- targets
 
 
@@ -113,6 +126,15 @@ def handler(runner, command):
     rec = RECORDS[runner]
     h = {"type": "command", "command": command, "timeout": rec["timeout"][0]}
     h.update(rec["install"][3])
+    return h
+
+
+def start_handler(runner, command):
+    """Our session-start handler (``warm``) beside the prompt hook
+    ``command``, for a runner whose record names a ``start`` event."""
+    h = handler(runner, warm_command(command, runner))
+    if "name" in h:  # Gemini lists hooks by name: two of ours must differ
+        h.update(name=h["name"] + "-warm", description="Start the semantic helper when a session starts")
     return h
 
 
@@ -161,8 +183,9 @@ def _no_constant(name):
     raise _NonFinite(name)
 
 
-def _groups(data, event, path, create, made=None):
-    # hooks[event], made (and named in ``made``) when missing and ``create``.
+def _groups(data, event, path, create, made=None, tag="event"):
+    # hooks[event], made (and named in ``made``, the list as ``tag``) when
+    # missing and ``create``.
     hooks = data.get("hooks")
     if hooks is None:
         if not create:
@@ -178,20 +201,21 @@ def _groups(data, event, path, create, made=None):
             return None
         groups = hooks[event] = []
         if made is not None:
-            made.append("event")
+            made.append(tag)
     if not isinstance(groups, list):
         raise Refused("%s: \"hooks.%s\" is not a list; left unchanged" % (path, event))
     return groups
 
 
-def _our_slots(groups, runner):
-    # (group index, handler index) of every handler of ours.
+def _our_slots(groups, runner, ours=is_ours):
+    # (group index, handler index) of every handler of ours (``ours``:
+    # is_ours for the prompt hook, is_warm for the session-start one).
     out = []
     for gi, g in enumerate(groups):
         hs = g.get("hooks") if isinstance(g, dict) else None
         if isinstance(hs, list):
             for hi, h in enumerate(hs):
-                if isinstance(h, dict) and is_ours(h.get("command"), runner):
+                if isinstance(h, dict) and ours(h.get("command"), runner):
                     out.append((gi, hi))
     return out
 
@@ -214,18 +238,19 @@ class Edited(Exception):
     the difference in one line."""
 
 
-def pristine_command(command, runner):
+def pristine_command(command, runner, verb="hook"):
     """True when ``command`` is exactly what some install of ours wrote: an
-    absolute interpreter, ``-I -S``, our entry script, ``hook RUNNER`` and
-    nothing else (the paths change when the checkout or venv moves)."""
+    absolute interpreter, ``-I -S``, our entry script, ``hook RUNNER`` (or
+    ``verb RUNNER``: ``warm``) and nothing else (the paths change when the
+    checkout or venv moves)."""
     try:
         argv = shlex.split(command)
-    except ValueError:
+    except (ValueError, AttributeError):
         return False
-    return (len(argv) == 6 and argv[1:3] == ["-I", "-S"] and argv[4:] == ["hook", runner]
+    return (len(argv) == 6 and argv[1:3] == ["-I", "-S"] and argv[4:] == [verb, runner]
             and os.path.isabs(argv[0]) and os.path.isabs(argv[3])
             and argv[3].endswith(("/bin/skill-retrieve", "/retriever/__main__.py"))
-            and command == "%s -I -S %s hook %s" % (shlex.quote(argv[0]), shlex.quote(argv[3]), runner))
+            and command == "%s -I -S %s %s %s" % (shlex.quote(argv[0]), shlex.quote(argv[3]), verb, runner))
 
 
 def edits(entry, runner, wanted):
@@ -267,8 +292,9 @@ def merge(data, runner, entry, path="settings", force=False, made=None):
     event = RECORDS[runner]["event"]
     groups = _groups(data, event, path, create=True, made=made)
     slots = _our_slots(groups, runner)
+    warmed = _merge_start(data, runner, entry, path, made)
     if len(slots) == 1 and groups[slots[0][0]]["hooks"][slots[0][1]] == entry:
-        return False
+        return warmed
     if not force:
         for gi, hi in slots:
             diff = edits(groups[gi]["hooks"][hi], runner, entry)
@@ -283,23 +309,50 @@ def merge(data, runner, entry, path="settings", force=False, made=None):
     return True
 
 
-def unmerge(data, runner, path="settings", keep=()):
-    """Remove our handlers from ``data`` (in place), and the group, event
-    list and hooks object they leave empty, except those in ``keep``
-    ("hooks", "event": there before install).  Returns True when it changed."""
-    event = RECORDS[runner]["event"]
-    groups = _groups(data, event, path, create=False)
-    if groups is None:
+def _merge_start(data, runner, entry, path, made):
+    # Our session-start handler beside the prompt hook ``entry`` (runners
+    # with a ``start`` event): added, or put back to what install writes
+    # where it stands.  One the user pointed elsewhere (it no longer runs
+    # the prompt hook's script) is theirs: left as it is.  True on a change.
+    event = RECORDS[runner].get("start")
+    if not event:
         return False
-    slots = _our_slots(groups, runner)
+    want = start_handler(runner, entry["command"])
+    groups = _groups(data, event, path, create=True, made=made, tag="start")
+    slots = _our_slots(groups, runner, is_warm)
     if not slots:
+        groups.append({"hooks": [want]})
+        return True
+    gi, hi = slots[0]
+    if groups[gi]["hooks"][hi] == want and len(slots) == 1:
         return False
-    _drop(groups, slots)
-    if not groups and "event" not in keep:
-        del data["hooks"][event]
-        if not data["hooks"] and "hooks" not in keep:
-            del data["hooks"]
+    if not pristine_command(groups[gi]["hooks"][hi].get("command"), runner, "warm"):
+        return False
+    groups[gi]["hooks"][hi] = want
+    _drop(groups, slots, keep_first=True)
     return True
+
+
+def unmerge(data, runner, path="settings", keep=()):
+    """Remove our handlers from ``data`` (in place): the prompt hook, and
+    the session-start one where the runner has it; then the group, event
+    list and hooks object they leave empty, except those in ``keep``
+    ("hooks", "event", "start": there before install).  Returns True when
+    it changed."""
+    changed = False
+    for event, ours, tag in ((RECORDS[runner]["event"], is_ours, "event"),
+                             (RECORDS[runner].get("start"), is_warm, "start")):
+        groups = _groups(data, event, path, create=False) if event else None
+        slots = _our_slots(groups, runner, ours) if groups else []
+        if not slots:
+            continue
+        changed = True
+        _drop(groups, slots)
+        if not groups and tag not in keep:
+            del data["hooks"][event]
+    if changed and "hooks" in data and not data["hooks"] and "hooks" not in keep:
+        del data["hooks"]
+    return changed
 
 
 def dump_settings(data):
@@ -506,6 +559,9 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     if saved:
         out.write("backed up %s to %s\n" % (path, saved))
     out.write("installed the %s hook in %s\n  command: %s\n" % (runner, path, command))
+    if RECORDS[runner].get("start"):
+        out.write("  on %s: %s  (starts the semantic helper)\n" % (RECORDS[runner]["start"],
+                                                                warm_command(command, runner)))
     out.write("  %s\n" % RECORDS[runner]["note"])
     _warm(runner, project, out)
     return 0
@@ -549,7 +605,8 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         rec = fileutil.installed(real, runner)
         # Containers install did not add stay, even empty (no record: an
         # older install; the emptied ones go, as they always did).
-        keep = () if rec is None else tuple(k for k in ("hooks", "event") if k not in (rec.get("made") or ()))
+        keep = () if rec is None else tuple(k for k in ("hooks", "event", "start")
+                                            if k not in (rec.get("made") or ()))
         new = plan_uninstall(runner, path, old, keep)
         state.clear()
         state.update(old=old, new=new)

@@ -749,9 +749,20 @@ CLINE_TEMPLATE = """\
 // Written by `skill-retrieve install cline`; `skill-retrieve uninstall cline` removes it.
 // The Cline CLI never reads a UserPromptSubmit hook's output; a plugin's
 // beforeRun appendContext reaches the model.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 const ARGV = %(argv)s;
 let root = "";
+function warm(ws) {
+  // Loaded as a task starts: warm the semantic helper for the first prompt.
+  try {
+    const w = spawn(ARGV[0], ARGV.slice(1, -2).concat(["warm", "cline"]),
+      { stdio: ["pipe", "ignore", "ignore"], detached: true });
+    w.on("error", () => {});
+    w.stdin.on("error", () => {});
+    w.stdin.end(JSON.stringify({ cwd: ws, workspaceRoots: [ws] }));
+    w.unref();
+  } catch (e) { /* fail open: the first prompt starts the helper */ }
+}
 function promptOf(messages) {
   for (let i = (messages || []).length - 1; i >= 0; i--) {
     const m = messages[i];
@@ -767,7 +778,10 @@ function promptOf(messages) {
 export default {
   name: "skill-retrieval",
   manifest: { capabilities: ["hooks"] },
-  setup(api, ctx) { root = (ctx && ctx.workspaceInfo && ctx.workspaceInfo.rootPath) || ""; },
+  setup(api, ctx) {
+    root = (ctx && ctx.workspaceInfo && ctx.workspaceInfo.rootPath) || "";
+    warm(root || process.cwd());
+  },
   hooks: {
     beforeRun: async ({ snapshot }) => {
       try {

@@ -4,6 +4,9 @@ here (and its tests); nothing else names runners one by one.
 
 A record is a plain dict:
   event     the hook event the runner fires per prompt
+  start     the event it fires when a session starts, where ``install``
+            registers ``skill-retrieve warm RUNNER`` beside the prompt hook
+            (JSON-configured runners whose pinned version has one)
   prompt    the keys leading to the user's prompt in the stdin JSON
   output    the stdout for a retrieved block: a %-format taking the block
             as a JSON string literal
@@ -46,6 +49,7 @@ RUNNERS = {
     "claude-code": {
         "load": 'with the Skill tool',
         "event": "UserPromptSubmit",
+        "start": "SessionStart",
         "prompt": ("prompt",),
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
         "empty": "",
@@ -61,6 +65,7 @@ RUNNERS = {
     "codex": {
         "load": 'by reading its SKILL.md',
         "event": "UserPromptSubmit",
+        "start": "SessionStart",
         "prompt": ("prompt",),
         # Codex validates against a strict schema: no other keys.
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
@@ -73,13 +78,14 @@ RUNNERS = {
         "session": {"id": ("session_id",), "transcript": ("transcript_path",)},
         "payload": {"session_id": None, "transcript_path": None, "hook_event_name": "UserPromptSubmit",
                     "turn_id": "doctor", "model": "doctor", "permission_mode": "default"},
-        "note": ("Codex skips hooks it does not trust, silently: open codex and approve it in /hooks "
+        "note": ("Codex skips hooks it does not trust, silently: open codex and approve both in /hooks "
                  "(project hooks also need the project trusted); CI can pass "
                  "--dangerously-bypass-hook-trust to codex exec."),
     },
     "gemini": {
         "load": 'with the activate_skill tool',
         "event": "BeforeAgent",
+        "start": "SessionStart",
         "prompt": ("prompt",),
         "output": _CLAUDE_SHAPE % "BeforeAgent",
         "empty": "{}\n",  # empty stdout would make Gemini read stderr instead
@@ -146,9 +152,19 @@ RUNNERS = {
                     "// skill-retrieve hook opencode: add the skills relevant to each user message.\n"
                     "// Written by `skill-retrieve install opencode`; `skill-retrieve uninstall opencode` removes it.\n"
                     "// command: {command}\n"
-                    "import {{ spawnSync }} from \"node:child_process\";\n"
+                    "import {{ spawn, spawnSync }} from \"node:child_process\";\n"
                     "const ARGV = {argv};\n"
-                    "export const SkillRetrieval = async ({{ directory }}) => ({{\n"
+                    "export const SkillRetrieval = async ({{ directory }}) => {{\n"
+                    "  try {{\n"
+                    "    // Loaded as a session starts: warm the semantic helper for the first message.\n"
+                    "    const w = spawn(ARGV[0], ARGV.slice(1, -2).concat([\"warm\", \"opencode\"]),\n"
+                    "      {{ stdio: [\"pipe\", \"ignore\", \"ignore\"], detached: true }});\n"
+                    "    w.on(\"error\", () => {{}});\n"
+                    "    w.stdin.on(\"error\", () => {{}});\n"
+                    "    w.stdin.end(JSON.stringify({{ cwd: directory }}));\n"
+                    "    w.unref();\n"
+                    "  }} catch (e) {{ /* fail open: the first message starts the helper */ }}\n"
+                    "  return {{\n"
                     "  \"chat.message\": async (input, output) => {{\n"
                     "    try {{\n"
                     "      const prompt = (output.parts || []).filter((p) => p.type === \"text\" && !p.synthetic)\n"
@@ -165,7 +181,8 @@ RUNNERS = {
                     "      output.parts.push({{ ...ids, type: \"text\", text: context, synthetic: true }});\n"
                     "    }} catch (e) {{ /* fail open: the message goes as it is */ }}\n"
                     "  }},\n"
-                    "}});\n", 0o644),
+                    "  }};\n"
+                    "}};\n", 0o644),
         "timeout": (5, "s"),
         "switches": (),
         "skills": "opencode",

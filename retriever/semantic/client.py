@@ -33,6 +33,12 @@ from retriever import locate
 
 MAGIC = b"SKR1"
 _SPAWN_EVERY = 10.0  # seconds between start attempts while none answers
+# The first prompt after a helper was started (by a session's start, or
+# a prompt) waits at most FIRST_WAIT seconds for it to finish loading,
+# when it was started at most RECENT seconds ago (docs/runners.md says
+# why, with the figures); later prompts never wait.
+FIRST_WAIT = 0.3
+RECENT = 30.0
 
 
 def runtime_dir():
@@ -364,6 +370,7 @@ class Session:
         self.reply = self.qid = None
         self.fifo_fd = self.reply_fd = -1
         self.done = False
+        self.waited = False  # a question asked again while the helper loads: never waits itself
 
     def _question(self, *head):
         return frame("\n".join((ASK,) + head + (self.index_path, self.text.replace("\n", " ")))
@@ -450,6 +457,8 @@ class Session:
         self.done = True
         self.provider.status = "answered" if scores is not None else \
             " ".join(raw.decode("utf-8", "replace").split("\n")[:2]).strip()
+        if scores is None and raw.startswith(b"pending") and not self.waited and may_wait():
+            return self._again(text, candidates)
         if raw == b"error\nbad request":
             # A helper of another version of this package (it outlives an
             # upgrade): stop it, and the next question starts a current one.
@@ -457,6 +466,54 @@ class Session:
             self.provider.status += "; stopped the helper of another version" if stopped else ""
             locate.log("semantic helper of another version %s" % ("stopped" if stopped else "did not stop"))
         return scores
+
+
+    def _again(self, text, candidates):
+        # Ask again every 25 ms, for at most FIRST_WAIT seconds in all,
+        # while the helper says it is loading.
+        import time
+        deadline = time.monotonic() + FIRST_WAIT
+        fifo = fifo_path()
+        # Each round: a 25 ms pause, then a question the loading helper
+        # answers at once ("pending"); the last round ends by the deadline.
+        while time.monotonic() + 0.025 + timeout_s() < deadline:
+            time.sleep(0.025)
+            s = Session(self.provider, self.index_path, self.text)
+            s.key, s.waited = self.key, True
+            if not s.via_fifo(fifo):
+                return None
+            scores = s(text, candidates)
+            if scores is not None or not self.provider.status.startswith("pending"):
+                return scores
+        return None
+
+
+def may_wait(now=None):
+    """True for the first question that finds the helper loading after it
+    was started (its start stamp at most RECENT seconds old), once per
+    start: the question then waits up to FIRST_WAIT seconds for it.  A
+    marker beside the stamp, touched here, says it was taken."""
+    import time
+    d = runtime_dir()
+    try:
+        started = posix.stat(d + "/semantic.spawned").st_mtime
+    except OSError:
+        return False
+    if (time.time() if now is None else now) - started > RECENT:
+        return False
+    mark = d + "/semantic.waited"
+    try:
+        if posix.stat(mark).st_mtime >= started:
+            return False
+    except OSError:
+        pass
+    try:
+        fd = posix.open(mark, posix.O_WRONLY | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC, 0o600)
+        posix.close(fd)
+        posix.utime(mark, (started, started))  # taken for this start
+    except OSError:
+        return False
+    return True
 
 
 def unlink(path):

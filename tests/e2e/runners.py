@@ -261,6 +261,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
             time.sleep(0.05)
 
 
+def end_process(proc: subprocess.Popen) -> None:
+    """Kill what is left of the group ``proc`` leads, then ``proc`` if it
+    still runs, and reap it."""
+    _kill_group(proc)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
 def run_process(cmd: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike,
                 timeout: float) -> subprocess.CompletedProcess:
     """Run ``cmd`` with stdin from /dev/null in a new session, bounded.
@@ -280,10 +289,7 @@ def run_process(cmd: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLi
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            _kill_group(proc)
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+            end_process(proc)
         out.seek(0)
         err.seek(0)
         stdout = out.read().decode("utf-8", "replace")

@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,14 @@ def test_claude_code_plugin_install_injects_the_block(mock_llm, tmp_path, versio
     bodies = model_bodies(mock_llm, reqs)
     assert bodies, "Claude Code sent no model request\n" + diag(cp, home)
     assert holds(bodies, block) == installed, diag(cp, home)
+    # The plugin's SessionStart hook ran `warm claude-code` (issue 38); its
+    # detached child logs one line once the index is checked.
+    log = home / ".cache" / "skill-retrieval" / "skill-retrieval.log"
+    deadline = time.monotonic() + 30
+    while installed and time.monotonic() < deadline and "warm claude-code: " not in (
+            log.read_text() if log.exists() else ""):
+        time.sleep(0.1)
+    assert ("warm claude-code: " in (log.read_text() if log.exists() else "")) == installed, diag(cp, home)
 
 
 # ----------------------------------------------------------------- Gemini CLI
