@@ -225,6 +225,11 @@ def run(args):
     print("\nSessions replayed through the hook (../shared/eval/sessions; eval/sessions.py):")
     import sessions
     sessions.print_rows(report["sessions"])
+    report["learning"] = learning_rows(cache, provider)
+    if report["learning"]:
+        print("\nLearning from loads: week one = the sessions above with an agent loading a relevant skill "
+              "after each task turn, week two = eval/second_week.jsonl (eval/learning.py):")
+        sessions.print_rows(report["learning"])
     out = args.report
     prev = None
     if os.path.exists(out):
@@ -370,6 +375,17 @@ def session_rows(cache, provider):
     out = {}
     for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
         out[tier] = sessions.report(sessions.replay_sessions(sessions.mixed_index(cache, p), rows, p))
+    return out
+
+
+def learning_rows(cache, provider):
+    """The second week's rows, learning off and on (``eval/learning.py``),
+    BM25 alone and, with ``provider``, tier on: ``{label: rows}``."""
+    import learning
+    out = {}
+    for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
+        for name, rows in learning.learning_rows(cache, p).items():
+            out["%s, %s" % (tier, name)] = rows
     return out
 
 

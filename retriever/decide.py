@@ -287,6 +287,8 @@ def _cover(idx, q, c):
     # A skill stuffed with common words covers any message: its coverage
     # says nothing and is damped (``stuffing``).
     damp = stuffing(toks)
+    if q.get("heads") and c["n"] in q["heads"]:
+        toks = toks | q["heads"][c["n"]]  # the user's own words for it (retriever.learn)
     c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) * damp
     c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"], toks) * damp
 

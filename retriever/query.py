@@ -151,7 +151,9 @@ def parse(idx, text, context=None):
     for coverage (``n_scored``), its shape (``words`` of its own
     ``prose``, ``pasted``) and the share of its terms the library knows
     (``known``), and the ``lang`` of a message in a language the
-    library is not written in (``foreign``), else "".
+    library is not written in (``foreign``), else "", and what the
+    user's learnt words added (``learnt``: score per skill; ``heads``:
+    terms per skill; ``retriever.learn``), else None.
 
     ``context`` (a dict from ``session.contextualize``, or None): its
     ``prior`` (``{term: weight}``, the session's earlier prompts) adds to
@@ -163,11 +165,15 @@ def parse(idx, text, context=None):
     terms, (words, pasted, prose, lang, out) = _terms(idx, text, weights)
     acc, found = score(idx, terms, weights) if terms else ({}, {})
     n = n_scored(terms, found) + out
+    learnt = heads = None
+    if idx.get("learnt") and terms:  # the user's own words for skills
+        from retriever import learn
+        learnt, heads = learn.apply(idx, idx["learnt"], terms, acc, found)
     if context is not None:
         _with_context(idx, context, acc, found, words)
     return {"text": text, "terms": terms, "weights": weights, "acc": acc, "found": found, "n_scored": n,
             "words": words, "pasted": pasted, "prose": prose, "known": len(found) / n if n else 0.0,
-            "lang": lang}
+            "lang": lang, "learnt": learnt or None, "heads": heads or None}
 
 
 def _with_context(idx, context, acc, found, words):

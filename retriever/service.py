@@ -340,6 +340,14 @@ def answer(text, req, idx=None):
     # its runner cannot load by name (render.unlisted).
     req["searched"], req["_n_docs"] = idx["header"]["roots"], idx["header"]["n_docs"]
     req["_analyzer"] = idx["header"]["params"]["analyzer"]  # the usage record keeps terms so analysed
+    if path and "learnt" not in idx and settings.get("SKILL_RETRIEVAL_LEARN"):
+        # The user's own words for skills (retriever.learn): imported only
+        # when a table was learnt for this index.
+        if posix.access(locate.cache_dir() + "/learnt-" + locate.fnv64(path), posix.F_OK):
+            from retriever import learn
+            idx["learnt"] = learn.load(path)
+            # Folded for an earlier build of the index: the hook folds again.
+            req["_relearn"] = idx["learnt"] is False
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
     # absent: the warm helper).  req["tiers"] says which answered.

@@ -62,7 +62,7 @@ TABLE = {
         "the warm helper's Unix socket; its question FIFO `semantic.ask` and the reply FIFOs sit in the same folder (default: the runtime folder, else the cache folder)"),
     "SKILL_RETRIEVAL_LEARN": (
         "flag", True, None, None, "on",
-        "keep each prompt's analysed terms and shortened text in the usage record (docs/usage.md), for learning; off keeps counts only"),
+        "learn your own words for skills from what the agent loads (docs/usage.md): keeps each prompt's analysed terms and shortened text in the usage record and ranks with what they taught; off keeps counts only and learns nothing"),
     "SKILL_RETRIEVAL_RERANK": (
         "choice", "", ("jev",), None, "off",
         "jev turns on the optional LLM rerank (jev is the reranking model, its one mode): each query's shortlist goes to a remote LLM service to be reordered; unset is off"),

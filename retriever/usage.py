@@ -292,19 +292,39 @@ def loads_since(memo, held, shows=None):
     return loaded_names([x for x in memo["entry"]["l"] if x not in held])
 
 
+def terms_of(text, analyzer):
+    """The message's own analysed terms, once each, as a query reads
+    them (``analyzer``: the index's options): what learning keeps."""
+    # Loaded already: the answer analysed the same text.
+    from retriever.analyze import analyze
+    from retriever.query import MAX_QUERY_TERMS, prose
+    return list(dict.fromkeys(analyze(prose(text), analyzer)))[:MAX_QUERY_TERMS]
+
+
 def note(runner, session_id, text, injected, tier, loaded, analyzer=None):
     """Record one prompt of session ``session_id``: ``injected`` (result
     dicts), ``tier``, ``loaded`` (``loads_since``); the prompt ``text``
     and its terms under ``analyzer`` (the index's) only while learning
     is on.  Never raises."""
     try:
-        terms, learn = None, learning()
-        if learn and analyzer:
-            # Loaded already: the answer analysed the same text.
-            from retriever.analyze import analyze
-            from retriever.query import MAX_QUERY_TERMS, prose
-            terms = list(dict.fromkeys(analyze(prose(text), analyzer)))[:MAX_QUERY_TERMS]
+        learn = learning()
+        terms = terms_of(text, analyzer) if learn and analyzer else None
         append(line(runner, session_key(runner, session_id), injected_names(injected), tier, loaded,
                     text if learn else None, terms))
     except Exception as exc:
         locate.log("usage record: not written (%s: %s)" % (type(exc).__name__, exc))
+
+
+def relearn(index_path):
+    """Fold the record into the learnt table of the index at
+    ``index_path`` (``retriever.learn``).  Run in a detached child after
+    a prompt that saw loads, or whose index was rebuilt since the table
+    was folded.  Never raises."""
+    try:
+        import time
+        from retriever import learn
+        now = time.time()
+        learn.write(index_path, read(now=now)[0], now)
+    except Exception as exc:
+        locate.log("learning: not folded (%s: %s)" % (type(exc).__name__, exc))
+    return True

@@ -47,7 +47,7 @@ HOT = (
     "retriever.message", "retriever.userroots",
     "retriever.runners", "retriever.runners.registry", "retriever.runners.hook",
     "retriever.runners.skillsets", "retriever.visibility", "retriever.jsonlite", "retriever.session",
-    "retriever.usage",
+    "retriever.usage", "retriever.learn",
     "retriever.semantic", "retriever.semantic.client", "retriever.semantic.fuse",
 )
 MAX_HEAD = 1 << 20  # a longer table is damage, not a bundle

@@ -73,6 +73,9 @@ def run(args):
         return 2
     top_k, inject_k = settings.limits(args.k)
     idx, path = service.open_index({"roots": args.root, "index": args.index, "platform": args.platform})
+    if settings.get("SKILL_RETRIEVAL_LEARN"):
+        from retriever import learn
+        idx["learnt"] = learn.load(path)  # as the hook ranks: with what was learnt from loads
     hdr = idx["header"]
     profile = {"k1": hdr["params"]["k1"], "fields": hdr["params"]["fields"],
                "analyzer": hdr["params"]["analyzer"]}
@@ -128,7 +131,7 @@ def run(args):
     _decision(w, idx, info, cands, printed, inject_k, decide)
     fused = "alpha" in info
     split = _by_term(idx, q)
-    args_ = (terms, profile, n, avglen, df, split, fused)
+    args_ = (terms, profile, n, avglen, df, split, fused, q["learnt"] or {})
     shown = set()
     for rank, c in enumerate(cands, 1):
         shown.add(c["id"])
@@ -262,7 +265,7 @@ def _explain_one(w, rank, c, rec, args_, status=""):
     heads it and the BM25 score, with its split, stands under it."""
     if rec is None:
         return
-    terms, profile, n, avglen, df, split, fused = args_
+    terms, profile, n, avglen, df, split, fused, learnt = args_
     mark = "  [%s]" % status if status else ""
     if fused:
         # (A skill the message names from beyond the fused ranking has no
@@ -279,4 +282,9 @@ def _explain_one(w, rank, c, rec, args_, status=""):
         whole = sum(f.values())
         by_field = ", ".join("%s %.2f" % (k, part * v / whole) for k, v in sorted(f.items(), key=lambda kv: -kv[1]))
         w("    %-18s %6.3f  (%s)\n" % (t, part, by_field or "fields not found"))
+    if learnt.get(c["n"]):
+        # What the agent's loads after like prompts added (retriever.learn).
+        part = learnt[c["n"]]
+        w("    %-18s %6.3f  (%.0f%% of the score; SKILL_RETRIEVAL_LEARN=off or stats --forget drops it)\n"
+          % ("learnt from loads", part, 100.0 * part / c["bm25"] if c["bm25"] else 0.0))
     w("\n")

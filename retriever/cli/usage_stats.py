@@ -141,6 +141,9 @@ def run(args):
     if args.forget:
         try:
             gone = usage.forget()
+            # What was learnt from the record goes with it.
+            from retriever import learn
+            learn.forget()
         except OSError as exc:
             sys.stderr.write("skill-retrieve: error: %s\n" % exc)
             return 1

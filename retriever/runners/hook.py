@@ -224,7 +224,7 @@ def answer_in_session(runner, text, req, memo, idx=None, note=None):
     results = unlisted(results, req.get("searched"))
     tier = "+".join(req.get("tiers") or ())
     if note is not None:
-        note.update(tier=tier, analyzer=req.get("_analyzer"))
+        note.update(tier=tier, analyzer=req.get("_analyzer"), relearn=req.get("_relearn"))
     if memo is None:
         out, n = fitted(runner, results)
         if note is not None:
@@ -346,6 +346,12 @@ def run(runner, opts=None):
         from retriever import usage
         usage.note(runner, note["sid"], text, note.get("injected") or (), note.get("tier"), note.get("loaded"),
                    note.get("analyzer"))
+        if (note.get("loaded") or note.get("relearn")) and path and usage.learning():
+            # New loads, or a rebuilt index: fold the record into what is
+            # learnt, in a detached child (the runner waits for this
+            # process, not for it).
+            from retriever import background
+            background.detach(lambda: usage.relearn(path))
     if path:
         # Still captured: the freshness check reads settings too, and a
         # bad value's warning belongs in the log, not on the runner's stderr.

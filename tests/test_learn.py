@@ -1,0 +1,158 @@
+"""Learning from what the agent loads (``retriever.learn``), through the
+real Claude Code hook with a transcript written as Claude Code writes one
+(a ``Skill`` tool call): team jargon no skill's text holds comes to name
+the skill the agent loads after it."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from retriever import learn, usage
+from skillret_helpers import make_skill
+from test_usage import Transcript, hook  # noqa: F401  (the fixture)
+
+
+@pytest.fixture
+def skills(tmp_path):
+    root = tmp_path / "skills"
+    make_skill(root, "rss-digest", {"name": "rss-digest",
+                                    "description": "Summarize RSS and Atom feeds into a daily digest of new posts"})
+    make_skill(root, "pdf-merge", {"name": "pdf-merge", "description": "Merge PDF files into one document"})
+    make_skill(root, "k8s-certs", {"name": "k8s-certs", "description": "Rotate Kubernetes TLS certificates"})
+    make_skill(root, "meeting-notes", {"name": "meeting-notes",
+                                       "description": "Write meeting notes and a brief summary of decisions"})
+    return root
+
+
+# The decision on (the test environment turns it off): the gate decides.
+BM25 = {"SKILL_RETRIEVAL_SEMANTIC": "off", "SKILL_RETRIEVAL_DECIDE": "on"}
+
+
+def tables(cli_env):
+    return sorted((Path(cli_env["XDG_CACHE_HOME"]) / "skill-retrieval").glob(learn.PREFIX + "*"))
+
+
+def teach(hook, tmp_path, cli_env, env=None, tag="a"):
+    """Three sessions: "grab the morning brief", the agent loads
+    rss-digest, the user says thanks; then wait for the background fold."""
+    for s in range(3):
+        sid = "%s%d" % (tag, s)
+        t = Transcript(tmp_path / (sid + ".jsonl"))
+        hook("grab the morning brief", sid, t.path, env=env)
+        t.load("rss-digest")
+        assert hook("thanks", sid, t.path, env=env) == ""
+    if env and env.get("SKILL_RETRIEVAL_LEARN") == "off":
+        return
+    deadline = time.monotonic() + 20
+    while not tables(cli_env) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_jargon_learnt_from_loads_gets_the_skill_injected(hook, tmp_path, cli_env):
+    env = BM25
+    assert "rss-digest" not in hook("grab the morning brief for today", "before", env=env)
+    teach(hook, tmp_path, cli_env, env=env)
+    assert len(tables(cli_env)) == 1
+    assert "rss-digest" in hook("grab the morning brief for today", "s9", Transcript(tmp_path / "t9").path, env=env)
+    # A plain request in the same home is unharmed.
+    out = hook("merge these pdf files into one", "s10", env=env)
+    assert "pdf-merge" in out and "rss-digest" not in out
+
+
+def test_learning_off_neither_learns_nor_uses_it(hook, tmp_path, cli_env):
+    off = dict(BM25, SKILL_RETRIEVAL_LEARN="off")
+    teach(hook, tmp_path, cli_env, env=off)
+    assert tables(cli_env) == []
+    assert "rss-digest" not in hook("grab the morning brief for today", "s9", env=off)
+    # Learnt with learning on, then turned off: not used.
+    teach(hook, tmp_path, cli_env, env=BM25, tag="b")
+    assert "rss-digest" not in hook("grab the morning brief for today", "s10", env=off)
+    assert "rss-digest" in hook("grab the morning brief for today", "s11", env=BM25)
+
+
+def test_forget_deletes_what_was_learnt(hook, cli, tmp_path, cli_env):
+    teach(hook, tmp_path, cli_env, env=BM25)
+    assert tables(cli_env)
+    assert cli("stats", "--forget").returncode == 0
+    assert tables(cli_env) == []
+    assert "rss-digest" not in hook("grab the morning brief for today", "s9", env=BM25)
+
+
+def test_explain_shows_the_learnt_share_of_a_score(hook, cli, skills, tmp_path, cli_env):
+    teach(hook, tmp_path, cli_env, env=BM25)
+    out = cli("explain", "--root", skills, "grab", "the", "morning", "brief", "for", "today", env=BM25).stdout
+    block = out[out.index("rss-digest (") if "rss-digest (" in out else 0:]
+    line = next(x for x in block.splitlines() if "learnt from loads" in x)
+    assert "% of the score" in line
+    off = cli("explain", "--root", skills, "grab", "the", "morning", "brief",
+              env=dict(BM25, SKILL_RETRIEVAL_LEARN="off")).stdout
+    assert "learnt from loads" not in off
+
+
+def _entry(session, t, terms, injected=(), loaded=(), runner="claude-code"):
+    return {"t": t, "runner": runner, "session": session, "injected": [[x] for x in injected],
+            "tier": "bm25", "loaded": None if loaded is None else list(loaded), "prompt": None,
+            "terms": list(terms) if terms is not None else None}
+
+
+NOW = 1_800_000_000
+
+
+def test_a_load_of_an_offered_skill_is_weaker_evidence_than_an_unoffered_one():
+    unoffered = learn.evidence([_entry("a", NOW, ["brief"]), _entry("a", NOW, ["thank"], loaded=["rss"])], NOW)
+    offered = learn.evidence([_entry("b", NOW, ["brief"], injected=["rss"]),
+                              _entry("b", NOW, ["thank"], loaded=["rss"])], NOW)
+    assert unoffered["brief"]["rss"] == learn.UNOFFERED
+    assert offered["brief"]["rss"] == learn.FOLLOWED < learn.UNOFFERED
+
+
+def test_an_offered_skill_never_loaded_loses_a_little_only_where_loads_show():
+    shown = learn.evidence([_entry("a", NOW, ["brief"], injected=["pdf"]), _entry("a", NOW, ["ok"], loaded=[])], NOW)
+    assert shown["brief"]["pdf"] == -learn.IGNORED
+    # Cline shows no loads (loaded None): nothing is learnt either way.
+    unknown = learn.evidence([_entry("a", NOW, ["brief"], injected=["pdf"], runner="cline"),
+                              _entry("a", NOW, ["ok"], loaded=None, runner="cline")], NOW)
+    assert unknown == {}
+
+
+def test_evidence_decays_and_everyday_words_learn_little():
+    old = learn.evidence([_entry("a", NOW - learn.HALF_LIFE_S, ["brief"]),
+                          _entry("a", NOW, ["ok"], loaded=["rss"])], NOW)
+    assert old["brief"]["rss"] == pytest.approx(learn.UNOFFERED / 2)
+    # "today" is in ten prompts, one of them followed by the load.
+    rows = [_entry("s%d" % k, NOW, ["today", "x%d" % k]) for k in range(9)]
+    rows += [_entry("a", NOW, ["today", "brief"]), _entry("a", NOW, ["ok"], loaded=["rss"])]
+    ev = learn.evidence(rows, NOW)
+    assert ev["brief"]["rss"] == learn.UNOFFERED and ev["today"]["rss"] == pytest.approx(0.1)
+
+
+def test_learnt_scores_are_bounded_and_a_damaged_line_costs_only_its_term():
+    idx = {"idf": [2.0, 3.0], "header": {"n_docs": 3}}
+    table = learn.encode({"brief": [1, {"2": 1000.0}], "bad": [0, {"x": "y"}]}) + b"\nworse\tnot a row\n"
+    acc, found = {}, {}
+    added, heads = learn.apply(idx, table, ["brief", "bad", "worse", "none"], acc, found)
+    assert acc == added and acc[2] == pytest.approx(learn.WEIGHT * 3.0, rel=1e-3)
+    assert heads == {2: {"brief"}} and found == {"brief": (1, [2])}
+
+
+def test_a_rebuilt_index_has_what_was_learnt_folded_again(hook, cli, skills, tmp_path, cli_env):
+    teach(hook, tmp_path, cli_env, env=BM25)
+    # A new skill sorts first: every skill number changes, and the hook's
+    # freshness check rebuilds its index in the background.
+    make_skill(skills, "aaa-first", {"name": "aaa-first", "description": "Plan a garden"})
+    env = dict(BM25, SKILL_RETRIEVAL_REVALIDATE="0")
+    deadline = time.monotonic() + 30
+    while "aaa-first" not in hook("plan a garden", "g", env=env) and time.monotonic() < deadline:
+        time.sleep(0.1)  # until the background rebuild is in
+    got = []
+    while time.monotonic() < deadline:
+        # The first prompt finds the table folded for the old build and
+        # folds it again; until then nothing learnt is used (never a
+        # skill by its old number).
+        out = hook("grab the morning brief for today", "r%d" % len(got), env=env)
+        got.append("aaa-first" if "aaa-first" in out else "rss-digest" if "rss-digest" in out else "")
+        if got[-1]:
+            break
+        time.sleep(0.1)
+    assert got[-1] == "rss-digest" and "aaa-first" not in got
