@@ -49,7 +49,7 @@ DECIDE = os.path.join(REPO, "retriever", "decide.py")
 FOLDS = 5
 L2 = 1.0
 ITERATIONS = 30
-GRID = [round(0.05 * i, 2) for i in range(1, 20)]
+GRID = [round(0.01 * i, 2) for i in range(1, 100)]
 # No-skill turns left silent: with the encoder, nine in ten; BM25 alone
 # cannot tell "sounds good" from a request as well, and at nine in ten it
 # would also silence a third more of the requests (make calibrate prints it).

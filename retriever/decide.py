@@ -460,14 +460,14 @@ MORE_SEM = ("cosine", "cosine over 10th", "cosine under best")
 # BEGIN calibrated: written by `make calibrate` (eval/calibrate.py); do not edit.
 BM25 = {
     "gate": [-4.6255, 1.1043, 2.7421, 3.9284, 0.967, 3.03, 0.3149, -0.922],
-    "gate_threshold": 0.65,
+    "gate_threshold": 0.61,
     "more": [-7.1328, 3.5169, 1.1941, 0.8264, -0.0739, 0.5051, 1.456],
-    "more_threshold": 0.2,
+    "more_threshold": 0.17,
 }
 FUSED = {
     "gate": [-1.6306, 1.1007, 1.5932, 1.3808, 0.7647, 2.1344, 0.5602, -1.1036, 3.6869, 0.4739, -6.3412, 3.0442],
-    "gate_threshold": 0.6,
+    "gate_threshold": 0.57,
     "more": [-7.277, 4.3168, 0.8339, 0.6315, -0.3547, 0.4807, 1.0976, 1.3238, 1.6614, -2.1022],
-    "more_threshold": 0.2,
+    "more_threshold": 0.17,
 }
 # END calibrated
