@@ -18,7 +18,7 @@ def search(index, idf, docs, header, text, k=6):
     the decision) is the query and decide modules' own."""
     from retriever import decide
     weights = {}  # a pasted block's terms count less (query.PASTED_WEIGHT), as in query.parse
-    terms, (words, pasted, prose) = query._terms({"header": header}, query.clean_query(text), weights)
+    terms, (words, pasted, prose, lang, out) = query._terms({"header": header}, query.clean_query(text), weights)
     acc = {}
     get = acc.get
     found = {}
@@ -39,11 +39,11 @@ def search(index, idf, docs, header, text, k=6):
         rid, name, path, desc, vis = docs[n]
         cands.append({"n": n, "score": s, "result": {"id": rid, "name": name, "path": path, "score": s,
                                                      "description": desc}})
-    n_scored = query.n_scored(terms, found)
+    n_scored = query.n_scored(terms, found) + out  # a foreign message's left-out words stay uncovered
     # ``prose``: the decision injects a skill the message names (among
     # the candidates here: query.named reads the packed index).
     q = {"found": found, "n_scored": n_scored, "words": words, "pasted": pasted, "prose": prose,
-         "known": len(found) / n_scored if n_scored else 0.0}
+         "known": len(found) / n_scored if n_scored else 0.0, "lang": lang}
     return decide.choose({"idf": idf, "header": header}, q, cands, k)
 
 
