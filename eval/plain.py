@@ -10,7 +10,10 @@ The set is split in half once, by file order, before anything was
 fitted (``half``): within each kind (task, chat), the rows at even
 positions are the **fit** half (``make calibrate`` adds them to the
 calibration turns), the others the **held-out** half, which only
-``make eval`` scores.
+``make eval`` scores.  The file alternates the two libraries' requests,
+so the rule put hermes-agent's 46 requests in the fit half and
+k-dense's 40 (with 6 of hermes-agent's) in the held-out one: the
+held-out half mostly measures a library the fit never saw.
 """
 
 import json
