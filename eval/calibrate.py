@@ -1,7 +1,9 @@
 """make calibrate: learn the decision of what to inject (retriever/decide.py).
 
 Reads the hand-written calibration turns (eval/calibration/turns.jsonl,
-independent of ../shared/eval), and writes, exactly reproducibly:
+independent of ../shared/eval), then the fit half of the plain-requests
+set (eval/plain.py; each of its turns over its own library, the others
+over the mixed corpus), and writes, exactly reproducibly:
 
 1. retriever/semantic/no_skill_turns.txt: the bank of turns that need no
    skill, the text the encoder reads of each;
