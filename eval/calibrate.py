@@ -1,7 +1,9 @@
 """make calibrate: learn the decision of what to inject (retriever/decide.py).
 
 Reads the hand-written calibration turns (eval/calibration/turns.jsonl,
-independent of ../shared/eval), and writes, exactly reproducibly:
+independent of ../shared/eval), then the fit half of the plain-requests
+set (eval/plain.py; each of its turns over its own library, the others
+over the mixed corpus), and writes, exactly reproducibly:
 
 1. retriever/semantic/no_skill_turns.txt: the bank of turns that need no
    skill, the text the encoder reads of each;
@@ -58,10 +60,16 @@ PER_TASK = 1.6             # skills injected per task turn, at most
 PRECISION = 0.65           # share of the injected skills that are relevant, at least
 
 
-def load_turns(path=TURNS):
-    """The calibration turns, in file order."""
+def load_turns(path=TURNS, plain_rows=None):
+    """The calibration turns, in file order, then the fit half of the
+    plain-requests set (``eval/plain.py``; ``plain_rows`` to give them):
+    plain requests and chat turns over one real library each (their
+    ``library``), which the models must also get right.  Its held-out
+    half is never read here."""
+    import plain
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        turns = [json.loads(line) for line in f if line.strip()]
+    return turns + (plain.half("fit") if plain_rows is None else plain_rows)
 
 
 def fold_of(i):
@@ -114,10 +122,19 @@ def compute_features(turns, corpora, cache):
     import run_eval
     from retriever import query, semantic
     from retriever.semantic import embed, encoder_text, inproc
-    idx = run_eval.build_index([os.path.join(corpora, c) for c in run_eval.MIXED], "default", cache)
     provider = inproc.Provider(max_indexes=4)
-    if not provider.wait(idx["_path"], idx, timeout=1800):
-        raise SystemExit("calibrate: the model or the vectors did not load (%s)" % provider.status)
+    indexes = {}
+
+    def index_of(t):
+        # The mixed corpus, or the one library a plain request is about.
+        roots = [t["library"]] if t.get("library") else run_eval.MIXED
+        key = tuple(roots)
+        if key not in indexes:
+            idx = run_eval.build_index([os.path.join(corpora, c) for c in roots], "default", cache)
+            if not provider.wait(idx["_path"], idx, timeout=1800):
+                raise SystemExit("calibrate: the model or the vectors did not load (%s)" % provider.status)
+            indexes[key] = idx
+        return indexes[key]
     # Each fold's bank leaves that fold's own no-skill turns out.
     texts = [" ".join(encoder_text(t["query"]).split()) for t in turns]
     vecs = np.asarray(embed.encode(texts), dtype=np.float32)
@@ -128,6 +145,7 @@ def compute_features(turns, corpora, cache):
         bank = vecs[[j for j in no_skill if fold_of(j) != fold_of(i)]]
         fold = _WithChat(provider, float(np.sort(bank @ vecs[i])[-3:].mean()))
         row = {"id": t["id"], "kind": t["kind"], "fold": fold_of(i), "relevant": t["relevant"]}
+        idx = index_of(t)
         for mode in ("bm25", "fused"):
             info = {}
             if mode == "bm25":

@@ -220,11 +220,16 @@ def run(args):
     if provider is not None:
         report["decision"]["semantic"] = decision_rows(rows, cache, provider)
     report["sessions"] = session_rows(cache, provider)
+    report["day"] = day_rows(cache, provider)
     print_table(report)
     print_decision(report["decision"])
     print("\nSessions replayed through the hook (../shared/eval/sessions; eval/sessions.py):")
     import sessions
     sessions.print_rows(report["sessions"])
+    if report["day"]:
+        print("\nThe first prompt of a session: the sessions above as one day, each after a break longer than "
+              "the helper's lifetime (modelled: eval/sessions.py day):")
+        sessions.print_rows({"day": report["day"]}, sessions.DAY_COLS)
     report["learning"] = learning_rows(cache, provider)
     if report["learning"]:
         print("\nLearning from loads: week one = the sessions above with an agent loading a relevant skill "
@@ -359,6 +364,10 @@ def decision_rows(rows, cache, provider):
     cjk = [dict(r, _task=True) for r in load_cjk()]
     if cjk:
         out["CJK"] = decision_metrics(cjk, lambda r: mixed, provider, by_name)
+    import plain
+    for half, name in (("held", "plain requests, held-out half"), ("fit", "plain requests, fit half (in sample)")):
+        rows_ = [dict(r, corpus=r["library"], _task=r["kind"] == "task") for r in plain.half(half)]
+        out[name] = decision_metrics(rows_, idx_own, provider, by_id)
     cal = [dict(r, _task=bool(r["relevant"])) for r in load_jsonl(CALIBRATION)]
     if cal:
         out["calibration (in sample)"] = decision_metrics(cal, lambda r: mixed, provider, by_id)
@@ -376,6 +385,15 @@ def session_rows(cache, provider):
     for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
         out[tier] = sessions.report(sessions.replay_sessions(sessions.mixed_index(cache, p), rows, p))
     return out
+
+
+def day_rows(cache, provider):
+    """The "first prompt of a session" rows (``sessions.day_rows``); [] without the tier."""
+    import sessions
+    rows = load_jsonl(sessions.SESSIONS)
+    if not rows or provider is None:
+        return []
+    return sessions.day_rows(sessions.mixed_index(cache, provider), rows, provider)
 
 
 def learning_rows(cache, provider):

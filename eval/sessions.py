@@ -80,7 +80,7 @@ def _ids(results):
     return [run_eval._skill_id(r["path"]) for r in results]
 
 
-def replay_sessions(idx, rows, provider=None, window=WINDOW, hit_k=3):
+def replay_sessions(idx, rows, provider=None, window=WINDOW, hit_k=3, tier=None):
     """Replay ``rows`` (session turn dicts: session, turn, query, relevant,
     acceptable, lang, kind) session by session through the hook's answer
     path on ``idx`` (``provider``: the semantic tier, or None for BM25
@@ -88,14 +88,17 @@ def replay_sessions(idx, rows, provider=None, window=WINDOW, hit_k=3):
     turn, in order: the row's fields plus ``injected`` (skill ids injected
     at that turn), ``ranked`` (the first ``hit_k`` of the ranking with the
     decision and the memory's filter off, the session's context on),
-    ``in_context`` and ``at_turn`` (task turns; None otherwise)."""
+    ``in_context`` and ``at_turn`` (task turns; None otherwise).
+    ``tier``: ``{turn id: True when the tier answers it}`` (``day``),
+    else every turn is answered by ``provider``."""
     out = []
     for sid, turns in by_session(rows):
         store = {}  # fresh state: this session's memory only
         given = []  # (turn number, injected ids)
         for row in turns:
             memo = session.begin("eval-" + sid, RUNNER, store=store)
-            req = {"quiet": True, "semantic": provider, "_path": idx.get("_path")}
+            p = provider if tier is None or tier.get(row["id"]) else None
+            req = {"quiet": True, "semantic": p, "_path": idx.get("_path")}
             plain = dict(req, decide=False)
             if hasattr(session, "contextualize"):  # absent before issue 37: its BEFORE figures
                 session.contextualize(plain, memo)
@@ -109,6 +112,70 @@ def replay_sessions(idx, rows, provider=None, window=WINDOW, hit_k=3):
                 rec["at_turn"] = bool(rel.intersection(ids))
                 rec["in_context"] = any(rel.intersection(g) for t, g in given if row["turn"] - t <= window)
             out.append(rec)
+    return out
+
+
+# The day of sessions (``day``): the helper's life, modelled on a clock.
+LOAD = 2.0           # seconds the helper takes to load the model and the vectors (issue 38)
+FIRST_PROMPT = 3.0   # the first prompt, this long after the session started
+PROMPT_EVERY = 60.0  # and the next ones this far apart
+LIFETIME = 120.0     # the helper's idle lifetime, shortened for the replay (the product's: 1800 s)
+GAP = 2 * LIFETIME   # the break between two sessions: the helper has exited by then
+
+
+def day(rows, warm_at_start=True, lifetime=LIFETIME, gap=GAP, load=LOAD, first=FIRST_PROMPT,
+        every=PROMPT_EVERY):
+    """Which turns of ``rows`` the tier answers when their sessions follow
+    one another through a day, each after a break of ``gap`` seconds:
+    ``{turn id: bool}``.  The in-process eval has no helper process, so
+    its life is modelled on a clock, by the product's own rules
+    (docs/eval.md): the helper starts at a session's start when the
+    runner has a session-start hook (``warm_at_start``; Claude Code,
+    Codex, Gemini CLI), else on the first prompt it cannot answer; it
+    answers once ``load`` seconds have passed; the first prompt after a
+    start may wait ``client.FIRST_WAIT`` for it, when the start is at most
+    ``client.RECENT`` seconds old; it exits ``lifetime`` seconds after its
+    last question."""
+    from retriever.semantic import client
+    out = {}
+    t = 0.0
+    started = ready = last = None  # the helper's start, ready and last-question times
+
+    def alive(now):
+        return started is not None and now - max(last, ready) <= lifetime
+
+    for _, turns in by_session(rows):
+        if warm_at_start and not alive(t):
+            started, ready = t, t + load
+            last = ready  # the warm hook asks it one question when it is ready
+        waited = False
+        for k, row in enumerate(turns):
+            now = t + first + k * every
+            if not alive(now):
+                started, ready, last = now, now + load, now
+            wait = 0.0
+            if not waited and ready > now and now - started <= client.RECENT:
+                wait, waited = client.FIRST_WAIT, True
+            out[row["id"]] = ready <= now + wait
+            last = max(last, now)
+        t = t + first + (len(turns) - 1) * every + gap
+    return out
+
+
+def day_rows(idx, rows, provider):
+    """The "first prompt of a session" rows: ``[(row name, figures)]``
+    for a day of the sessions of ``rows`` (``day``), with and without a
+    session-start hook; figures: the share of prompts, and of first
+    prompts, the tier answers, and the session figures of that mix."""
+    out = []
+    for name, warm in (("helper started at session start", True), ("helper started by the first prompt", False)):
+        tier = day(rows, warm_at_start=warm)
+        recs = replay_sessions(idx, rows, provider, tier=tier)
+        firsts = [turns[0]["id"] for _, turns in by_session(rows)]
+        m = summarize(recs)
+        m["tier answers"] = sum(tier.values()) / len(tier)
+        m["first prompts, tier"] = sum(tier[i] for i in firsts) / len(firsts)
+        out.append((name, m))
     return out
 
 
@@ -156,14 +223,17 @@ COLS = ["task turns", "in context", "at turn", "per task turn", "relevant share"
         "Hit@1", "Hit@3"]
 
 
-def print_rows(tables):
+DAY_COLS = ["tier answers", "first prompts, tier", "task turns", "in context", "per task turn", "silent"]
+
+
+def print_rows(tables, cols=COLS):
     """Print ``{tier: [(row name, figures)]}`` as one markdown table."""
-    print("| sessions | tier | " + " | ".join(COLS) + " |")
-    print("|" + "---|" * (2 + len(COLS)))
+    print("| sessions | tier | " + " | ".join(cols) + " |")
+    print("|" + "---|" * (2 + len(cols)))
     for tier, rows in tables.items():
         for name, m in rows:
             cells = []
-            for c in COLS:
+            for c in cols:
                 v = m.get(c)
                 cells.append("-" if v is None or (isinstance(v, float) and v != v) else str(v) if isinstance(v, int)
                              else "%.2f" % v if c.startswith("per") else "%.3f" % v)

@@ -42,7 +42,8 @@ def test_no_calibration_turn_is_a_row_of_the_held_out_sets():
     held = set()
     for path in list((shared / "turns").glob("*.jsonl")) + list((shared / "external").glob("*/normalized.jsonl")):
         held.update(json.loads(line)["query"].strip().lower() for line in path.open(encoding="utf-8") if line.strip())
-    ours = {t["query"].strip().lower() for t in calibrate.load_turns()}
+    import plain
+    ours = {t["query"].strip().lower() for t in calibrate.load_turns() + plain.load()}
     assert not ours & held
 
 
@@ -50,3 +51,17 @@ def test_the_logistic_needs_no_math_module():
     assert abs(decide.sigmoid(0.0) - 0.5) < 1e-12
     assert abs(decide.sigmoid(2.0) - 0.8807970779778823) < 1e-12
     assert abs(decide._ln(1051.0) - 6.957497370876951) < 1e-9
+
+
+def test_the_plain_requests_fit_half_is_fitted_and_the_held_out_half_never():
+    import plain
+    ids = {r["id"] for r in _rows()}
+    fit, held = plain.half("fit"), plain.half("held")
+    assert {r["id"] for r in fit} <= ids
+    assert not {r["id"] for r in held} & ids
+    # Both halves hold requests and chat turns; the held-out requests are
+    # over both libraries (the file alternates them, so the fit half's
+    # are hermes-agent's: k-dense is a library the fit never saw).
+    for rows in (fit, held):
+        assert sum(r["kind"] == "chat" for r in rows) >= 15 and sum(r["kind"] == "task" for r in rows) >= 40
+    assert {r["library"] for r in held if r["kind"] == "task"} == {"hermes-agent", "k-dense-scientific-skills"}
