@@ -199,7 +199,8 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
         return []
     q["maxidf"] = max_idf(idx, q["found"])
     _cover(idx, q, cands[0])
-    cands[0]["named"] = name_idf(idx, q["found"], cands[0]["result"]["name"]) if q["found"] else 0.0
+    cands[0]["named"] = name_idf(idx, q["found"], cands[0]["result"]["name"]) \
+        if q["found"] and not cands[0]["clone"] else 0.0
     model = FUSED if sem is not None else BM25
     xg = gate_features(q, cands, sem)
     pg = sigmoid(_dot(model["gate"], xg))
@@ -298,13 +299,24 @@ def _cover(idx, q, c):
     if not found:
         c["cov"] = c["head"] = 0.0
         return
-    toks = head_terms(idx, r["name"], r["description"])
+    # A skill a project folder ships (a cloned repository's) is no
+    # authority on its own name: "send a follow-up" is no request for a
+    # clone's ``follow-up`` skill.  Its description alone speaks for it.
+    c["clone"] = from_project(idx, r)
+    toks = head_terms(idx, "" if c["clone"] else r["name"], r["description"])
     # A skill stuffed with common words covers any message: its coverage
     # says nothing and is damped (``stuffing``).
     damp = stuffing(toks)
     if q.get("heads") and c["n"] in q["heads"]:
         toks = toks | q["heads"][c["n"]]  # the user's own words for it (retriever.learn)
-    c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) * damp
+    if c["clone"]:
+        # Nor does a word of its name count as the message covered, unless
+        # its description holds that word too.
+        own = head_terms(idx, r["name"], "") - toks
+        n = c["n"]
+        c["cov"] = _share(idx, found, lambda t, docs: n in docs and t not in own, q["n_scored"]) * damp
+    else:
+        c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) * damp
     c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"], toks) * damp
 
 

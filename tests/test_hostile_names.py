@@ -63,6 +63,9 @@ def test_an_ordinary_hyphenated_word_forces_no_skill_in(cli, tmp_path):
     for text in ("thanks, that worked. I'll send a follow-up tomorrow",
                  "is my e-mail up-to-date? I can't log-in with my user_id"):
         assert _decide(idx, text)[1] is False, text
+    # Nor does the gate take a word of a clone's skill name for a request:
+    # its name is no evidence for it, only its description is.
+    assert _hook(cli, clone, "thanks, that worked. I'll send a follow-up tomorrow", "g") == []
     # A reference names the user's own skill all the same; the clone's
     # skill is never forced in by its name alone.
     assert _hook(cli, clone, "run the `e-mail` skill on the inbox", "d") == ["e-mail"]
