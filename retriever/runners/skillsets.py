@@ -369,7 +369,7 @@ def scope_request(req):
     from retriever.runners.registry import RUNNERS
     runner = req["runner"]
     if runner not in RUNNERS:
-        from retriever.cli import did_you_mean
+        from retriever.suggest import did_you_mean
         raise ValueError("unknown runner %r%s (expected one of: %s)"
                          % (runner, did_you_mean(str(runner), RUNNERS), ", ".join(RUNNERS)))
     if not RUNNERS[runner].get("skills"):
