@@ -13,15 +13,7 @@ A record is a plain dict:
   empty     the stdout when there is nothing to add, or on any error
             (some runners require JSON on every run)
   cap       characters of output the runner accepts before it cuts
-  install   how ``install`` registers the hook:
-              ("json", user file, project file, handler extra keys)
-                 merge one handler into hooks[event] of a JSON settings file
-              ("script", user file, project file, template, mode)
-                 write a file the runner runs or loads; the template gets
-                 {command} (shell) and {argv} (a JSON array)
-              ("hermes",) the in-process plugin (retriever.runners.hermes_install)
-            A file is (env var overriding the folder or None, default
-            folder, name); a project file is relative to the project.
+  install   how ``install`` registers the hook: an ``Install`` (below)
   timeout   (number, unit) registered with the hook
   switches  settings that turn every hook off: (dotted key, value that
             means off, how to fix it), for doctor
@@ -43,6 +35,43 @@ A record is a plain dict:
 Hot path: the hook imports this module on every prompt, so it is data only.
 """
 
+class Place:
+    """Where a runner's user-level file is: the folder ``folder`` (``~`` for
+    the home), or the value of the variable ``env`` when it is set, and the
+    file ``name`` in it."""
+    __slots__ = ("env", "folder", "name")
+
+    def __init__(self, env, folder, name):
+        self.env, self.folder, self.name = env, folder, name
+
+
+class Install:
+    """How ``install`` registers a runner's hook.  ``kind``:
+      "json"    merge one handler, with ``keys`` beside the command, into
+                hooks[event] of the JSON settings file
+      "script"  write ``template`` to the file, with permissions ``mode``;
+                the template gets {command} (shell) and {argv} (a JSON array)
+      "hermes"  the in-process plugin (retriever.runners.hermes_install):
+                no file of ours here
+    ``user`` is the user-level file (a ``Place``), ``project`` the file's
+    path relative to a project."""
+    __slots__ = ("kind", "user", "project", "keys", "template", "mode")
+
+    def __init__(self, kind, user=None, project=None, keys=None, template=None, mode=0o644):
+        self.kind, self.user, self.project = kind, user, project
+        self.keys, self.template, self.mode = keys or {}, template, mode
+
+
+def json_hook(user, project, keys=None):
+    """A handler merged into a JSON settings file."""
+    return Install("json", user, project, keys=keys)
+
+
+def script_hook(user, project, template, mode):
+    """A file written from ``template``."""
+    return Install("script", user, project, template=template, mode=mode)
+
+
 _CLAUDE_SHAPE = '{"hookSpecificOutput": {"hookEventName": "%s", "additionalContext": %%s}}\n'
 
 RUNNERS = {
@@ -54,7 +83,7 @@ RUNNERS = {
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
         "empty": "",
         "cap": 10000,
-        "install": ("json", ("CLAUDE_CONFIG_DIR", "~/.claude", "settings.json"), ".claude/settings.json", {}),
+        "install": json_hook(Place("CLAUDE_CONFIG_DIR", "~/.claude", "settings.json"), ".claude/settings.json"),
         "timeout": (5, "s"),
         "switches": (("disableAllHooks", True, 'remove "disableAllHooks" from %s'),),
         "skills": "claude_code",
@@ -71,7 +100,7 @@ RUNNERS = {
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
         "empty": "",
         "cap": 10000,
-        "install": ("json", ("CODEX_HOME", "~/.codex", "hooks.json"), ".codex/hooks.json", {}),
+        "install": json_hook(Place("CODEX_HOME", "~/.codex", "hooks.json"), ".codex/hooks.json"),
         "timeout": (5, "s"),
         "switches": (),
         "skills": "codex",
@@ -90,8 +119,8 @@ RUNNERS = {
         "output": _CLAUDE_SHAPE % "BeforeAgent",
         "empty": "{}\n",  # empty stdout would make Gemini read stderr instead
         "cap": 10000,
-        "install": ("json", (None, "~/.gemini", "settings.json"), ".gemini/settings.json",
-                    {"name": "skill-retrieval", "description": "Inject the few skills relevant to this prompt"}),
+        "install": json_hook(Place(None, "~/.gemini", "settings.json"), ".gemini/settings.json",
+                             {"name": "skill-retrieval", "description": "Inject the few skills relevant to this prompt"}),
         "timeout": (5000, "ms"),
         "switches": (("hooksConfig.enabled", False, 'set "hooksConfig": {"enabled": true} in %s'),),
         "skills": "gemini",
@@ -107,7 +136,7 @@ RUNNERS = {
         "output": '{"cancel": false, "contextModification": %s}\n',
         "empty": '{"cancel": false}\n',  # Cline requires valid JSON on every run
         "cap": 10000,
-        "install": ("script", (None, "~/Documents/Cline/Hooks", "UserPromptSubmit"),
+        "install": script_hook(Place(None, "~/Documents/Cline/Hooks", "UserPromptSubmit"),
                     ".clinerules/hooks/UserPromptSubmit",
                     "#!/bin/sh\n"
                     "# skill-retrieve hook cline: inject the skills relevant to this prompt.\n"
@@ -129,7 +158,7 @@ RUNNERS = {
         "output": '{"context": %s}\n',
         "empty": "",
         "cap": 10000,
-        "install": ("hermes",),
+        "install": Install("hermes"),
         "timeout": (5, "s"),
         "switches": (),
         "skills": None,
@@ -147,7 +176,7 @@ RUNNERS = {
         "output": '{"context": %s}\n',
         "empty": "",
         "cap": 10000,
-        "install": ("script", ("OPENCODE_CONFIG_DIR", "~/.config/opencode", "plugins/skill-retrieval.js"),
+        "install": script_hook(Place("OPENCODE_CONFIG_DIR", "~/.config/opencode", "plugins/skill-retrieval.js"),
                     ".opencode/plugins/skill-retrieval.js",
                     "// skill-retrieve hook opencode: add the skills relevant to each user message.\n"
                     "// Written by `skill-retrieve install opencode`; `skill-retrieve uninstall opencode` removes it.\n"
