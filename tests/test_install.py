@@ -724,12 +724,14 @@ def test_each_runners_install_record_names_its_fields():
     from retriever.runners.registry import RUNNERS
     for name, rec in RUNNERS.items():
         how = rec["install"]
-        assert how.kind in ("json", "script", "hermes"), name
-        if how.kind == "hermes":
-            assert how.user is None and how.project is None, name
+        assert set(how) == {"kind", "user", "project", "keys", "template", "mode"}, name
+        assert how["kind"] in ("json", "script", "hermes"), name
+        if how["kind"] == "hermes":
+            assert how["user"] is None and how["project"] is None, name
             continue
-        assert how.user.folder.startswith("~/") and how.user.name and how.project, name
-        if how.kind == "json":
-            assert how.template is None and how.mode == 0o644, name
+        assert set(how["user"]) == {"env", "folder", "name"}, name
+        assert how["user"]["folder"].startswith("~/") and how["user"]["name"] and how["project"], name
+        if how["kind"] == "json":
+            assert how["template"] is None and how["mode"] == 0o644, name
         else:
-            assert how.template and how.keys == {} and how.mode in (0o644, 0o755), name
+            assert how["template"] and how["keys"] == {} and how["mode"] in (0o644, 0o755), name
