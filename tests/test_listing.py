@@ -809,7 +809,9 @@ def test_one_table_maps_each_runner_to_its_module_with_the_same_functions():
     assert set(listing.MODULES) == set(NAMES) - {"hermes"}
     for name, mod in listing.MODULES.items():
         assert mod.NAME == name
-        want = ["target", "install", "uninstall", "status"] + (["roots", "cost"] if mod.LISTING else [])
+        want = ["target", "install", "uninstall", "status", "mcp_file"] + (["roots", "cost"] if mod.LISTING else [])
         assert all(inspect.isfunction(getattr(mod, f, None)) for f in want), name
     assert listing.RUNNERS == ("claude-code", "codex", "gemini", "opencode")
+    from retriever.runners import mcp_config
+    assert mcp_config.RUNNERS == tuple(listing.MODULES) and "cline" not in mcp_config.PROJECT_FILES
     assert 'runner == "' not in inspect.getsource(listing) and "globals()" not in inspect.getsource(skillsets)

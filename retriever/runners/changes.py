@@ -232,6 +232,12 @@ def locked(dry_run):
     return contextlib.nullcontext() if dry_run else fileutil.install_lock()
 
 
+def under(env, home, var, default):
+    """The folder the variable ``var`` of ``env`` names, else ``default``
+    (``~`` for ``home``), absolute."""
+    return os.path.abspath(os.path.expanduser(env.get(var) or default.replace("~", home, 1)))
+
+
 def number(value, default, kind=(int, float)):
     """A positive number of the right kind from settings, else the
     default: a string or a list there must not make the estimate crash."""

@@ -326,3 +326,16 @@ def cost(covered_recs, other_recs, window):
     named = [(r["name"], "") for r in covered_recs] + [(r["name"], r["description"]) for r in other_recs]
     full = sum(len("- %s: %s\n" % (n, d[:cap])) for n, d in stock)
     return {"stock": fit(stock), "unbudgeted": full, "names_only": fit(named), "budget": budget}
+
+
+# ------------------------------------------------------------- MCP server
+# Where ``mcp_config`` registers our MCP server for this runner.
+
+MCP_PROJECT = ".mcp.json"
+
+
+def mcp_file(env, home):
+    """The file Claude Code reads its user-level MCP servers from."""
+    d = env.get("CLAUDE_CONFIG_DIR")
+    return os.path.join(os.path.abspath(os.path.expanduser(d)), ".claude.json") if d else \
+        os.path.join(home, ".claude.json")

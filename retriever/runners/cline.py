@@ -113,3 +113,18 @@ def status(out, text, path, cwd):
     out.update(state="native", note="the Cline CLI gets the block through this plugin" if ok else
                "no plugin: the Cline CLI never reads the hook file (skill-retrieve install cline)")
     return out
+
+
+# ------------------------------------------------------------- MCP server
+# Where ``mcp_config`` registers our MCP server for this runner.
+
+MCP_PROJECT = None  # Cline has no project MCP settings
+
+
+def mcp_file(env, home):
+    """The file Cline reads its MCP servers from: ``$CLINE_MCP_SETTINGS_PATH``,
+    else under ``$CLINE_DATA_DIR`` or ``$CLINE_DIR/data`` (``~/.cline/data``)."""
+    if env.get("CLINE_MCP_SETTINGS_PATH", "").strip():
+        return os.path.abspath(os.path.expanduser(env["CLINE_MCP_SETTINGS_PATH"].strip()))
+    data = env.get("CLINE_DATA_DIR", "").strip() or os.path.join(changes.under(env, home, "CLINE_DIR", "~/.cline"), "data")
+    return os.path.join(os.path.abspath(os.path.expanduser(data)), "settings", "cline_mcp_settings.json")

@@ -220,3 +220,14 @@ def cost(recs, other_recs, window):
                 break
         stock = sum(bare) + given
     return {"stock": stock, "unbudgeted": full, "names_only": sum(bare), "budget": budget}
+
+
+# ------------------------------------------------------------- MCP server
+# Where ``mcp_config`` registers our MCP server for this runner.
+
+MCP_PROJECT = ".codex/config.toml"
+
+
+def mcp_file(env, home):
+    """The file Codex reads its user-level MCP servers from (config.toml)."""
+    return os.path.join(changes.under(env, home, "CODEX_HOME", "~/.codex"), "config.toml")

@@ -110,3 +110,14 @@ def cost(recs, other_recs, window):
     section = sum(len(entry % (r["name"], r["description"], os.path.join(r["path"], "SKILL.md"))) for r in recs)
     tool = sum(len("'%s', " % r["name"]) + len('"%s", ' % r["name"]) for r in recs)
     return {"stock": section + tool, "unbudgeted": section + tool, "names_only": tool, "budget": None}
+
+
+# ------------------------------------------------------------- MCP server
+# Where ``mcp_config`` registers our MCP server for this runner.
+
+MCP_PROJECT = ".gemini/settings.json"
+
+
+def mcp_file(env, home):
+    """The file Gemini CLI reads its user-level MCP servers from."""
+    return os.path.join(home, ".gemini", "settings.json")

@@ -29,16 +29,15 @@ import shlex
 import sys
 
 from retriever import fileutil
-from retriever.runners import install as hooks
+from retriever.runners import install as hooks, listing
 
 NAME = "skill-retrieval"
-RUNNERS = ("claude-code", "codex", "gemini", "opencode", "cline")
+RUNNERS = tuple(listing.MODULES)
 RECORD = "mcp "  # + runner: its key in fileutil's installed.json, beside the hook's
 
 
 # A project's own MCP settings (``--project DIR``); Cline has none.
-PROJECT_FILES = {"claude-code": ".mcp.json", "codex": ".codex/config.toml", "gemini": ".gemini/settings.json",
-                 "opencode": "opencode.json"}
+PROJECT_FILES = {name: mod.MCP_PROJECT for name, mod in listing.MODULES.items() if mod.MCP_PROJECT}
 
 
 def argv(runner, python=None):
@@ -54,31 +53,12 @@ def command_text(args):
 
 def config_path(runner, project=None, env=None):
     """The file ``runner`` reads its MCP servers from (user level, or the
-    project's with ``project``)."""
+    project's with ``project``): its module's ``mcp_file`` and
+    ``MCP_PROJECT`` (``listing.MODULES``)."""
     env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-
-    def under(var, default):
-        return os.path.abspath(os.path.expanduser(env.get(var) or default.replace("~", home, 1)))
-
     if project:
         return os.path.join(os.path.abspath(os.path.expanduser(project)), PROJECT_FILES[runner])
-    if runner == "claude-code":
-        d = env.get("CLAUDE_CONFIG_DIR")
-        return os.path.join(os.path.abspath(os.path.expanduser(d)), ".claude.json") if d else \
-            os.path.join(home, ".claude.json")
-    if runner == "codex":
-        return os.path.join(under("CODEX_HOME", "~/.codex"), "config.toml")
-    if runner == "gemini":
-        return os.path.join(home, ".gemini", "settings.json")
-    if runner == "opencode":
-        return os.path.join(under("OPENCODE_CONFIG_DIR", "~/.config/opencode"), "opencode.json")
-    if runner == "cline":
-        if env.get("CLINE_MCP_SETTINGS_PATH", "").strip():
-            return os.path.abspath(os.path.expanduser(env["CLINE_MCP_SETTINGS_PATH"].strip()))
-        data = env.get("CLINE_DATA_DIR", "").strip() or os.path.join(under("CLINE_DIR", "~/.cline"), "data")
-        return os.path.join(os.path.abspath(os.path.expanduser(data)), "settings", "cline_mcp_settings.json")
-    raise KeyError(runner)
+    return listing.MODULES[runner].mcp_file(env, env.get("HOME") or os.path.expanduser("~"))
 
 
 def entry(runner, args):

@@ -89,3 +89,14 @@ def cost(recs, other_recs, window):
     named = sum(len(entry % (r["name"], "", os.path.join(r["path"], "SKILL.md"))) - len("    <description></description>\n")
                 for r in recs)
     return {"stock": stock, "unbudgeted": stock, "names_only": named, "budget": None}
+
+
+# ------------------------------------------------------------- MCP server
+# Where ``mcp_config`` registers our MCP server for this runner.
+
+MCP_PROJECT = "opencode.json"
+
+
+def mcp_file(env, home):
+    """The file OpenCode reads its user-level MCP servers from."""
+    return os.path.join(changes.under(env, home, "OPENCODE_CONFIG_DIR", "~/.config/opencode"), "opencode.json")
