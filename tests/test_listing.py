@@ -814,4 +814,5 @@ def test_one_table_maps_each_runner_to_its_module_with_the_same_functions():
     assert listing.RUNNERS == ("claude-code", "codex", "gemini", "opencode")
     from retriever.runners import mcp_config
     assert mcp_config.RUNNERS == tuple(listing.MODULES) and "cline" not in mcp_config.PROJECT_FILES
+    assert all(mod.MCP_SHAPE in ("stdio", "toml", "plain", "local") for mod in listing.MODULES.values())
     assert 'runner == "' not in inspect.getsource(listing) and "globals()" not in inspect.getsource(skillsets)

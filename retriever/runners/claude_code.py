@@ -331,6 +331,7 @@ def cost(covered_recs, other_recs, window):
 # ------------------------------------------------------------- MCP server
 # Where ``mcp_config`` registers our MCP server for this runner.
 
+MCP_SHAPE = "stdio"  # {"type": "stdio", "command", "args", "env"} under "mcpServers"; and allowed in settings.json
 MCP_PROJECT = ".mcp.json"
 
 

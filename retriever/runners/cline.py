@@ -118,6 +118,7 @@ def status(out, text, path, cwd):
 # ------------------------------------------------------------- MCP server
 # Where ``mcp_config`` registers our MCP server for this runner.
 
+MCP_SHAPE = "plain"  # {"command", "args"} under "mcpServers"
 MCP_PROJECT = None  # Cline has no project MCP settings
 
 

@@ -225,6 +225,7 @@ def cost(recs, other_recs, window):
 # ------------------------------------------------------------- MCP server
 # Where ``mcp_config`` registers our MCP server for this runner.
 
+MCP_SHAPE = "toml"  # [mcp_servers.NAME] command, args in config.toml
 MCP_PROJECT = ".codex/config.toml"
 
 

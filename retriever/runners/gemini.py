@@ -115,6 +115,7 @@ def cost(recs, other_recs, window):
 # ------------------------------------------------------------- MCP server
 # Where ``mcp_config`` registers our MCP server for this runner.
 
+MCP_SHAPE = "plain"  # {"command", "args"} under "mcpServers"
 MCP_PROJECT = ".gemini/settings.json"
 
 

@@ -14,7 +14,8 @@ has the same functions:
   install(project, out, dry_run, force), uninstall(project, out, dry_run)
   status(out, text, path, cwd)   doctor's view of that file
   roots(cwd)           (folders names-only covers, [(folder, why)] it does not)
-  mcp_file(env, home), MCP_PROJECT   where ``mcp_config`` registers our MCP server
+  mcp_file(env, home), MCP_PROJECT, MCP_SHAPE   where and how ``mcp_config``
+                       registers our MCP server
   cost(recs, other_recs, window)   the listing's size (not Cline)
 
 ``MODULES`` maps a runner's name to its module: adding a runner is a

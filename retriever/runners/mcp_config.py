@@ -61,24 +61,29 @@ def config_path(runner, project=None, env=None):
     return listing.MODULES[runner].mcp_file(env, env.get("HOME") or os.path.expanduser("~"))
 
 
+def _shape(runner):
+    # How the runner writes a server entry: its module's MCP_SHAPE.
+    return listing.MODULES[runner].MCP_SHAPE
+
+
 def entry(runner, args):
     """Our server entry in ``runner``'s own shape."""
-    if runner == "opencode":
+    if _shape(runner) == "local":
         return {"type": "local", "command": list(args), "enabled": True}
-    if runner == "claude-code":
+    if _shape(runner) == "stdio":
         return {"type": "stdio", "command": args[0], "args": list(args[1:]), "env": {}}
     return {"command": args[0], "args": list(args[1:])}
 
 
 def _key(runner):
-    return "mcp" if runner == "opencode" else "mcpServers"
+    return "mcp" if _shape(runner) == "local" else "mcpServers"
 
 
 def entry_argv(runner, e):
     """The command line an entry (ours or the user's) runs, or None."""
     if not isinstance(e, dict):
         return None
-    if runner == "opencode":
+    if _shape(runner) == "local":
         cmd = e.get("command")
         return list(cmd) if isinstance(cmd, list) and all(isinstance(a, str) for a in cmd) else None
     cmd, args = e.get("command"), e.get("args", [])
@@ -285,13 +290,13 @@ def _steps(runner, project, args=None, force=False):
     """``[(file, record name, plan(text) -> (new or None, made), unplan(text, made) -> new or None)]``:
     the edits install makes for ``runner``, in order."""
     path = config_path(runner, project)
-    if runner == "codex":
+    if _shape(runner) == "toml":
         out = [(path, RECORD + runner, lambda t: _toml_plan(t, path, args, force),
                 lambda t, made: _toml_unplan(t, path, made))]
     else:
         out = [(path, RECORD + runner, lambda t: _json_plan(runner, t, path, args, force),
                 lambda t, made: _json_unplan(runner, t, path, made))]
-    if runner == "claude-code":
+    if _shape(runner) == "stdio":  # Claude Code also asks before a server's tools run
         sp = hooks.settings_path(runner, project)
         out.append((sp, RECORD + runner + " allow", lambda t: _allow_plan(t, sp),
                     lambda t, made: _allow_unplan(t, sp, made)))
@@ -451,7 +456,7 @@ def registered(runner, project=None):
         return path, None, None
     try:
         text = raw.decode("utf-8-sig")
-        if runner == "codex":
+        if _shape(runner) == "toml":
             servers = _toml(text, path).get("mcp_servers")
             have = servers.get(NAME) if isinstance(servers, dict) else None
             args = [have.get("command")] + list(have.get("args") or []) if isinstance(have, dict) else None

@@ -94,6 +94,7 @@ def cost(recs, other_recs, window):
 # ------------------------------------------------------------- MCP server
 # Where ``mcp_config`` registers our MCP server for this runner.
 
+MCP_SHAPE = "local"  # {"type": "local", "command": [...], "enabled"} under "mcp"
 MCP_PROJECT = "opencode.json"
 
 
