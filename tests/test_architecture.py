@@ -366,6 +366,15 @@ def test_the_core_never_imports_a_front_end_or_the_plugin():
     assert bad == []
 
 
+def test_the_runners_never_import_the_cli_above_them():
+    # The floors run core < runners < cli: doctor and tokens call the
+    # runners' front end, never the other way (did_you_mean lives in the
+    # core for that).
+    bad = ["%s:%d imports %s" % (m, l, d) for m, e in import_graph().items() if m.startswith("retriever.runners")
+           for d, l in e.items() if d.startswith("retriever.cli")]
+    assert bad == []
+
+
 def test_retriever_never_imports_hermes_plugin():
     bad = ["%s:%d" % (m, l) for m, e in import_graph().items() if m.startswith("retriever")
            for d, l in e.items() if d.startswith("hermes_plugin")]

@@ -181,7 +181,7 @@ def test_status_reports_a_hostile_cline_plugin_instead_of_raising(tmp_path, form
     # a link loop or non-UTF-8 bytes there raised (doctor's catch-all then
     # printed the exception's class name).
     from retriever.runners import listing
-    path = listing.cline_plugin_path()
+    path = listing.target("cline")
     _place(path, form, "text")
     st = listing.status("cline", str(tmp_path))
     assert st["state"] == "broken" and path in st["note"] and "\n" not in st["note"]

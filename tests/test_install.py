@@ -716,3 +716,22 @@ def test_hermes_waits_for_the_installers_lock_before_touching_anything(command, 
         holder.join()
     assert (os.path.lexists(hh / "plugins" / "skill-retrieval"), fileutil.created(),
             os.path.exists(hh / "config.yaml") and open(hh / "config.yaml", "rb").read()) == before
+
+
+def test_each_runners_install_record_names_its_fields():
+    # One meaning per field, whatever the kind: a JSON runner has no
+    # template, a script runner no handler keys, Hermes no file of ours.
+    from retriever.runners.registry import RUNNERS
+    for name, rec in RUNNERS.items():
+        how = rec["install"]
+        assert set(how) == {"kind", "user", "project", "keys", "template", "mode"}, name
+        assert how["kind"] in ("json", "script", "hermes"), name
+        if how["kind"] == "hermes":
+            assert how["user"] is None and how["project"] is None, name
+            continue
+        assert set(how["user"]) == {"env", "folder", "name"}, name
+        assert how["user"]["folder"].startswith("~/") and how["user"]["name"] and how["project"], name
+        if how["kind"] == "json":
+            assert how["template"] is None and how["mode"] == 0o644, name
+        else:
+            assert how["template"] and how["keys"] == {} and how["mode"] in (0o644, 0o755), name

@@ -19,7 +19,7 @@ import pytest
 from conftest import apply_diff, assert_clean, backups_of, make_skill, state_home
 
 from retriever import fileutil
-from retriever.runners import install as inst, listing
+from retriever.runners import cline, codex, gemini, install as inst, listing, opencode
 
 
 @pytest.fixture
@@ -253,11 +253,11 @@ def test_codex_config_it_cannot_edit_safely_is_left_alone(run, codex_home, text)
 
 @NEEDS_TOMLLIB
 def test_codex_edit_reads_back_as_intended():
-    new, rec = listing.codex_edit('a = 1\n[features]\nx = 2\n[t]\ny = 3')
+    new, rec = codex.codex_edit('a = 1\n[features]\nx = 2\n[t]\ny = 3')
     import tomllib
     assert tomllib.loads(new) == {"a": 1, "suppress_unstable_features_warning": True,
                                   "features": {"x": 2, "omit_skill_descriptions": True}, "t": {"y": 3}}
-    assert listing.codex_unedit(new, rec) == 'a = 1\n[features]\nx = 2\n[t]\ny = 3'
+    assert codex.codex_unedit(new, rec) == 'a = 1\n[features]\nx = 2\n[t]\ny = 3'
 
 
 # ------------------------------------------------------------- Gemini CLI
@@ -299,7 +299,7 @@ def test_opencode_plugin_strips_descriptions_in_place(tmp_path):
     if not node:
         pytest.skip("node not found")
     plug = tmp_path / "p.mjs"
-    plug.write_text(listing.OPENCODE_SOURCE)
+    plug.write_text(opencode.OPENCODE_SOURCE)
     script = """
 const m = await import(%s);
 const p = await m.SkillRetrievalListing();
@@ -396,7 +396,7 @@ def test_cline_plugin_returns_the_hooks_context(tmp_path):
                     "print(json.dumps({'cancel': False, 'contextModification': 'CTX:' + p['userPromptSubmit']['prompt']"
                     " + '@' + p['workspaceRoots'][0]}))\n")
     plug = tmp_path / "p.mjs"
-    plug.write_text(listing.cline_plugin("%s %s hook cline" % (sys.executable, hook)))
+    plug.write_text(cline.cline_plugin("%s %s hook cline" % (sys.executable, hook)))
     script = """
 const p = (await import(%s)).default;
 p.setup({}, { workspaceInfo: { rootPath: "/ws" } });
@@ -505,7 +505,7 @@ def test_an_unedited_older_copy_of_our_plugin_is_replaced(runner, in_process):
     # since: install replaces it, and uninstall deletes what it wrote.
     path = plugin_file(runner, in_process)
     # (not monkeypatch.undo(): it would undo the test's HOME too)
-    where, name = (listing, "OPENCODE_SOURCE") if runner == "opencode" else (inst, "hook_command")
+    where, name = (opencode, "OPENCODE_SOURCE") if runner == "opencode" else (inst, "hook_command")
     now = getattr(where, name)
     setattr(where, name, now.replace("by name only", "by name") if runner == "opencode" else
             lambda r: "/old/venv/bin/python3 -I -S /old/bin/skill-retrieve hook cline")
@@ -561,8 +561,8 @@ def in_process(tmp_path, monkeypatch, codex_home):
 RACES = {  # runner: (file, its text, the function the edit runs, what another program writes meanwhile)
     "claude-code": (lambda h, c: claude_settings(h), '{"theme": "dark"}\n', (inst, "parse_settings"),
                     '{"theme": "dark", "other": 1}\n'),
-    "codex": (lambda h, c: str(c / "config.toml"), 'model = "o3"\n', (listing, "_toml"), 'model = "o3"\nother = 1\n'),
-    "gemini": (lambda h, c: os.path.join(h, ".gemini", ".env"), "A=1\n", (listing, "gemini_value"), "A=1\nB=2\n"),
+    "codex": (lambda h, c: str(c / "config.toml"), 'model = "o3"\n', (codex, "_toml"), 'model = "o3"\nother = 1\n'),
+    "gemini": (lambda h, c: os.path.join(h, ".gemini", ".env"), "A=1\n", (gemini, "gemini_value"), "A=1\nB=2\n"),
 }
 
 
@@ -599,7 +599,7 @@ def test_names_only_merges_what_another_program_wrote_meanwhile(runner, in_proce
 @pytest.mark.parametrize("runner", ["opencode", "cline"])
 def test_uninstall_never_deletes_a_plugin_another_program_put_there_meanwhile(runner, in_process, monkeypatch):
     assert listing.install(runner, out=io.StringIO()) == 0
-    path = listing.cline_plugin_path() if runner == "cline" else listing.target("opencode")
+    path = cline.target() if runner == "cline" else listing.target("opencode")
     theirs = "export default {}; // someone else's plugin\n"
     real, done = fileutil.read_bytes, []
 
@@ -787,7 +787,7 @@ def test_the_cline_plugin_warms_up_when_it_loads(run, home, cli_env, tmp_path):
         if f.startswith("index-"):
             os.unlink(os.path.join(cache, f))  # built by install: the warm-up builds it again
     mjs = tmp_path / "plugin.mjs"
-    mjs.write_text(open(listing.cline_plugin_path()).read())
+    mjs.write_text(open(cline.target()).read())
     driver = tmp_path / "load.mjs"
     driver.write_text("const m = await import(%s);\nm.default.setup({}, { workspaceInfo: { rootPath: %s } });\n"
                       % (json.dumps(str(mjs)), json.dumps(home)))
@@ -798,3 +798,21 @@ def test_the_cline_plugin_warms_up_when_it_loads(run, home, cli_env, tmp_path):
     while time.monotonic() < deadline and not (os.path.exists(log) and "warm cline: built index" in open(log).read()):
         time.sleep(0.1)
     assert "warm cline: built index" in open(log).read()
+
+
+def test_one_table_maps_each_runner_to_its_module_with_the_same_functions():
+    # Issue 42: a runner is one module plus one line in listing.MODULES;
+    # nothing else dispatches on its name.
+    import inspect
+    from retriever.runners import skillsets
+    from retriever.runners.registry import NAMES
+    assert set(listing.MODULES) == set(NAMES) - {"hermes"}
+    for name, mod in listing.MODULES.items():
+        assert mod.NAME == name
+        want = ["target", "install", "uninstall", "status", "mcp_file"] + (["roots", "cost"] if mod.LISTING else [])
+        assert all(inspect.isfunction(getattr(mod, f, None)) for f in want), name
+    assert listing.RUNNERS == ("claude-code", "codex", "gemini", "opencode")
+    from retriever.runners import mcp_config
+    assert mcp_config.RUNNERS == tuple(listing.MODULES) and "cline" not in mcp_config.PROJECT_FILES
+    assert all(mod.MCP_SHAPE in ("stdio", "toml", "plain", "local") for mod in listing.MODULES.values())
+    assert 'runner == "' not in inspect.getsource(listing) and "globals()" not in inspect.getsource(skillsets)

@@ -40,7 +40,7 @@ def env(tmp_path):
 
 def test_opencode_is_a_registry_record():
     rec = registry.get("opencode")
-    assert rec["install"][0] == "script" and rec["event"] == "chat.message"
+    assert rec["install"]["kind"] == "script" and rec["event"] == "chat.message"
     assert "opencode" in registry.NAMES
 
 

@@ -329,6 +329,6 @@ def test_claude_code_plugin_packaging_is_consistent():
 def test_every_registry_record_names_a_skill_set_function():
     from retriever.runners.registry import RUNNERS
     for name, record in RUNNERS.items():
-        fn = record["skills"]
-        assert fn is None or callable(getattr(skillsets, fn, None)), name
-    assert [n for n, r in RUNNERS.items() if r["skills"] is None] == ["hermes"]
+        fn = skillsets.SETS.get(name)
+        assert record["skills"] is (fn is not None) and (fn is None or callable(fn)), name
+    assert [n for n, r in RUNNERS.items() if not r["skills"]] == ["hermes"]

@@ -80,7 +80,7 @@ class _Parser(argparse.ArgumentParser):
         # argparse's own message lists the choices; a near miss ("claud-code",
         # "gemini-cli") also gets the one it most likely meant.
         if action.choices is not None and value not in action.choices:
-            from retriever.cli import did_you_mean
+            from retriever.suggest import did_you_mean
             raise argparse.ArgumentError(action, "invalid choice: %r%s (choose from %s)" % (
                 value, did_you_mean(value, action.choices), ", ".join(repr(str(c)) for c in action.choices)))
         super()._check_value(action, value)
@@ -88,7 +88,7 @@ class _Parser(argparse.ArgumentParser):
     def unknown_options(self, bad):
         """Exit 2 naming the options in ``bad`` that this parser does not
         know, with the flag a single one most likely meant."""
-        from retriever.cli import did_you_mean
+        from retriever.suggest import did_you_mean
         known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
         if self.prog == PROG + " query":
             known += ["--help", "--version"]  # a query is the bare command: its flags are these too

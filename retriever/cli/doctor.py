@@ -454,7 +454,7 @@ def check_script(report, runner, path=None):
         return info
     info["installed"] = True
     info["state"] = "installed"
-    runs_file = bool(RECORDS[runner]["install"][4] & 0o111)
+    runs_file = bool(RECORDS[runner]["install"]["mode"] & 0o111)
     info["enabled"] = os.access(path, os.X_OK) or not runs_file
     if not info["enabled"]:
         _finding(report, "error", "%s: %s is not executable, so %s cannot run it" % (runner, path, runner),

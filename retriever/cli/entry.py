@@ -130,7 +130,7 @@ def _parse_one(args, i, opts, hook, words_only):
             opts["runner"] = val
         elif name == "--format":
             if val not in ("text", "json"):
-                from retriever.cli import did_you_mean
+                from retriever.suggest import did_you_mean
                 raise Usage("--format must be text or json, not %r%s"
                             % (val, did_you_mean(val, ("text", "json"), quote=False)))
             opts["format"] = val

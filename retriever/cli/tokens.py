@@ -404,7 +404,7 @@ def run_runner(args):
     """``tokens --runner R``: the runner's listing with and without names-only."""
     from retriever.runners import listing
     if args.runner not in listing.RUNNERS:
-        from retriever.cli import did_you_mean
+        from retriever.suggest import did_you_mean
         sys.stderr.write("skill-retrieve: error: --runner must be one of: %s (got %r)%s\n"
                          % (", ".join(listing.RUNNERS), args.runner, did_you_mean(args.runner, listing.RUNNERS)))
         return 2

@@ -105,7 +105,7 @@ def is_warm(command, runner):
 
 def kind(runner):
     """How ``runner`` is registered: "json", "script" or "hermes"."""
-    return RECORDS[runner]["install"][0]
+    return RECORDS[runner]["install"]["kind"]
 
 
 def settings_path(runner, project=None, env=None):
@@ -114,18 +114,18 @@ def settings_path(runner, project=None, env=None):
     env = os.environ if env is None else env
     how = RECORDS[runner]["install"]
     if project:
-        return os.path.join(os.path.abspath(os.path.expanduser(project)), how[2])
-    env_name, folder, name = how[1]
+        return os.path.join(os.path.abspath(os.path.expanduser(project)), how["project"])
+    user = how["user"]
     home = env.get("HOME") or os.path.expanduser("~")
-    base = (env.get(env_name) if env_name else "") or folder.replace("~", home, 1)
-    return os.path.join(base, name)
+    base = (env.get(user["env"]) if user["env"] else "") or user["folder"].replace("~", home, 1)
+    return os.path.join(base, user["name"])
 
 
 def handler(runner, command):
     """Our hook handler object for a JSON-configured runner."""
     rec = RECORDS[runner]
     h = {"type": "command", "command": command, "timeout": rec["timeout"][0]}
-    h.update(rec["install"][3])
+    h.update(rec["install"]["keys"])
     return h
 
 
@@ -142,7 +142,7 @@ def script(runner, command):
     """The file a script-registered runner runs or loads (Cline: an
     executable named UserPromptSubmit; OpenCode: a JS plugin)."""
     argv = json.dumps(shlex.split(command))
-    return RECORDS[runner]["install"][3].format(command=command, argv=argv)
+    return RECORDS[runner]["install"]["template"].format(command=command, argv=argv)
 
 
 # ------------------------------------------------------------ JSON merging
@@ -405,7 +405,7 @@ def plan_install(runner, path, command, force=False, old=None, made=None):
             diff = script_edits(old, runner)
             if diff:
                 raise Edited(diff)
-        return (None if old == new else new), RECORDS[runner]["install"][4]
+        return (None if old == new else new), RECORDS[runner]["install"]["mode"]
     data = parse_settings(old or "", path)
     changed = merge(data, runner, handler(runner, command), path, force, made)
     return (dump_settings(data) if changed or old is None else None), 0o644

@@ -29,16 +29,15 @@ import shlex
 import sys
 
 from retriever import fileutil
-from retriever.runners import install as hooks
+from retriever.runners import install as hooks, listing
 
 NAME = "skill-retrieval"
-RUNNERS = ("claude-code", "codex", "gemini", "opencode", "cline")
+RUNNERS = tuple(listing.MODULES)
 RECORD = "mcp "  # + runner: its key in fileutil's installed.json, beside the hook's
 
 
 # A project's own MCP settings (``--project DIR``); Cline has none.
-PROJECT_FILES = {"claude-code": ".mcp.json", "codex": ".codex/config.toml", "gemini": ".gemini/settings.json",
-                 "opencode": "opencode.json"}
+PROJECT_FILES = {name: mod.MCP_PROJECT for name, mod in listing.MODULES.items() if mod.MCP_PROJECT}
 
 
 def argv(runner, python=None):
@@ -54,51 +53,37 @@ def command_text(args):
 
 def config_path(runner, project=None, env=None):
     """The file ``runner`` reads its MCP servers from (user level, or the
-    project's with ``project``)."""
+    project's with ``project``): its module's ``mcp_file`` and
+    ``MCP_PROJECT`` (``listing.MODULES``)."""
     env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-
-    def under(var, default):
-        return os.path.abspath(os.path.expanduser(env.get(var) or default.replace("~", home, 1)))
-
     if project:
         return os.path.join(os.path.abspath(os.path.expanduser(project)), PROJECT_FILES[runner])
-    if runner == "claude-code":
-        d = env.get("CLAUDE_CONFIG_DIR")
-        return os.path.join(os.path.abspath(os.path.expanduser(d)), ".claude.json") if d else \
-            os.path.join(home, ".claude.json")
-    if runner == "codex":
-        return os.path.join(under("CODEX_HOME", "~/.codex"), "config.toml")
-    if runner == "gemini":
-        return os.path.join(home, ".gemini", "settings.json")
-    if runner == "opencode":
-        return os.path.join(under("OPENCODE_CONFIG_DIR", "~/.config/opencode"), "opencode.json")
-    if runner == "cline":
-        if env.get("CLINE_MCP_SETTINGS_PATH", "").strip():
-            return os.path.abspath(os.path.expanduser(env["CLINE_MCP_SETTINGS_PATH"].strip()))
-        data = env.get("CLINE_DATA_DIR", "").strip() or os.path.join(under("CLINE_DIR", "~/.cline"), "data")
-        return os.path.join(os.path.abspath(os.path.expanduser(data)), "settings", "cline_mcp_settings.json")
-    raise KeyError(runner)
+    return listing.MODULES[runner].mcp_file(env, env.get("HOME") or os.path.expanduser("~"))
+
+
+def _shape(runner):
+    # How the runner writes a server entry: its module's MCP_SHAPE.
+    return listing.MODULES[runner].MCP_SHAPE
 
 
 def entry(runner, args):
     """Our server entry in ``runner``'s own shape."""
-    if runner == "opencode":
+    if _shape(runner) == "local":
         return {"type": "local", "command": list(args), "enabled": True}
-    if runner == "claude-code":
+    if _shape(runner) == "stdio":
         return {"type": "stdio", "command": args[0], "args": list(args[1:]), "env": {}}
     return {"command": args[0], "args": list(args[1:])}
 
 
 def _key(runner):
-    return "mcp" if runner == "opencode" else "mcpServers"
+    return "mcp" if _shape(runner) == "local" else "mcpServers"
 
 
 def entry_argv(runner, e):
     """The command line an entry (ours or the user's) runs, or None."""
     if not isinstance(e, dict):
         return None
-    if runner == "opencode":
+    if _shape(runner) == "local":
         cmd = e.get("command")
         return list(cmd) if isinstance(cmd, list) and all(isinstance(a, str) for a in cmd) else None
     cmd, args = e.get("command"), e.get("args", [])
@@ -305,13 +290,13 @@ def _steps(runner, project, args=None, force=False):
     """``[(file, record name, plan(text) -> (new or None, made), unplan(text, made) -> new or None)]``:
     the edits install makes for ``runner``, in order."""
     path = config_path(runner, project)
-    if runner == "codex":
+    if _shape(runner) == "toml":
         out = [(path, RECORD + runner, lambda t: _toml_plan(t, path, args, force),
                 lambda t, made: _toml_unplan(t, path, made))]
     else:
         out = [(path, RECORD + runner, lambda t: _json_plan(runner, t, path, args, force),
                 lambda t, made: _json_unplan(runner, t, path, made))]
-    if runner == "claude-code":
+    if _shape(runner) == "stdio":  # Claude Code also asks before a server's tools run
         sp = hooks.settings_path(runner, project)
         out.append((sp, RECORD + runner + " allow", lambda t: _allow_plan(t, sp),
                     lambda t, made: _allow_unplan(t, sp, made)))
@@ -471,7 +456,7 @@ def registered(runner, project=None):
         return path, None, None
     try:
         text = raw.decode("utf-8-sig")
-        if runner == "codex":
+        if _shape(runner) == "toml":
             servers = _toml(text, path).get("mcp_servers")
             have = servers.get(NAME) if isinstance(servers, dict) else None
             args = [have.get("command")] + list(have.get("args") or []) if isinstance(have, dict) else None

@@ -13,22 +13,14 @@ A record is a plain dict:
   empty     the stdout when there is nothing to add, or on any error
             (some runners require JSON on every run)
   cap       characters of output the runner accepts before it cuts
-  install   how ``install`` registers the hook:
-              ("json", user file, project file, handler extra keys)
-                 merge one handler into hooks[event] of a JSON settings file
-              ("script", user file, project file, template, mode)
-                 write a file the runner runs or loads; the template gets
-                 {command} (shell) and {argv} (a JSON array)
-              ("hermes",) the in-process plugin (retriever.runners.hermes_install)
-            A file is (env var overriding the folder or None, default
-            folder, name); a project file is relative to the project.
+  install   how ``install`` registers the hook: a ``hook_record`` (below)
   timeout   (number, unit) registered with the hook
   switches  settings that turn every hook off: (dotted key, value that
             means off, how to fix it), for doctor
-  skills    the name of the function in ``retriever.runners.skillsets``
-            that gives the runner's skill set: its folders in precedence
-            order and how it names and hides skills (None: Hermes' own
-            folders and config rules)
+  skills    whether the runner has a skill set of its own: its folders in
+            precedence order and how it names and hides skills, given by
+            its function in ``retriever.runners.skillsets.SETS`` (False:
+            Hermes' own folders and config rules)
   session   where the stdin JSON holds the session (retriever.session):
             {"id": keys to its session id, "transcript": keys to the
             runner's transcript file, "history": keys to the conversation
@@ -43,6 +35,42 @@ A record is a plain dict:
 Hot path: the hook imports this module on every prompt, so it is data only.
 """
 
+# The install record is a dict with fixed keys, each with one meaning
+# (dicts, not classes: the hook imports this module on every prompt).
+
+
+def place(env, folder, name):
+    """Where a runner's user-level file is: ``{"env", "folder", "name"}``,
+    the folder ``folder`` (``~`` for the home), or the value of the
+    variable ``env`` when it is set, and the file ``name`` in it."""
+    return {"env": env, "folder": folder, "name": name}
+
+
+def hook_record(kind, user=None, project=None, keys=None, template=None, mode=0o644):
+    """How ``install`` registers a runner's hook: ``{"kind", "user",
+    "project", "keys", "template", "mode"}``.  ``kind``:
+      "json"    merge one handler, with ``keys`` beside the command, into
+                hooks[event] of the JSON settings file
+      "script"  write ``template`` to the file, with permissions ``mode``;
+                the template gets {command} (shell) and {argv} (a JSON array)
+      "hermes"  the in-process plugin (retriever.runners.hermes_install):
+                no file of ours here
+    ``user`` is the user-level file (a ``place``), ``project`` the file's
+    path relative to a project."""
+    return {"kind": kind, "user": user, "project": project, "keys": keys or {}, "template": template,
+            "mode": mode}
+
+
+def json_hook(user, project, keys=None):
+    """A handler merged into a JSON settings file."""
+    return hook_record("json", user, project, keys=keys)
+
+
+def script_hook(user, project, template, mode):
+    """A file written from ``template``."""
+    return hook_record("script", user, project, template=template, mode=mode)
+
+
 _CLAUDE_SHAPE = '{"hookSpecificOutput": {"hookEventName": "%s", "additionalContext": %%s}}\n'
 
 RUNNERS = {
@@ -54,10 +82,10 @@ RUNNERS = {
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
         "empty": "",
         "cap": 10000,
-        "install": ("json", ("CLAUDE_CONFIG_DIR", "~/.claude", "settings.json"), ".claude/settings.json", {}),
+        "install": json_hook(place("CLAUDE_CONFIG_DIR", "~/.claude", "settings.json"), ".claude/settings.json"),
         "timeout": (5, "s"),
         "switches": (("disableAllHooks", True, 'remove "disableAllHooks" from %s'),),
-        "skills": "claude_code",
+        "skills": True,
         "session": {"id": ("session_id",), "transcript": ("transcript_path",)},
         "payload": {"session_id": None, "transcript_path": None, "hook_event_name": "UserPromptSubmit"},
         "note": "Claude Code runs it on every prompt (check with /hooks).",
@@ -71,10 +99,10 @@ RUNNERS = {
         "output": _CLAUDE_SHAPE % "UserPromptSubmit",
         "empty": "",
         "cap": 10000,
-        "install": ("json", ("CODEX_HOME", "~/.codex", "hooks.json"), ".codex/hooks.json", {}),
+        "install": json_hook(place("CODEX_HOME", "~/.codex", "hooks.json"), ".codex/hooks.json"),
         "timeout": (5, "s"),
         "switches": (),
-        "skills": "codex",
+        "skills": True,
         "session": {"id": ("session_id",), "transcript": ("transcript_path",)},
         "payload": {"session_id": None, "transcript_path": None, "hook_event_name": "UserPromptSubmit",
                     "turn_id": "doctor", "model": "doctor", "permission_mode": "default"},
@@ -90,11 +118,11 @@ RUNNERS = {
         "output": _CLAUDE_SHAPE % "BeforeAgent",
         "empty": "{}\n",  # empty stdout would make Gemini read stderr instead
         "cap": 10000,
-        "install": ("json", (None, "~/.gemini", "settings.json"), ".gemini/settings.json",
-                    {"name": "skill-retrieval", "description": "Inject the few skills relevant to this prompt"}),
+        "install": json_hook(place(None, "~/.gemini", "settings.json"), ".gemini/settings.json",
+                             {"name": "skill-retrieval", "description": "Inject the few skills relevant to this prompt"}),
         "timeout": (5000, "ms"),
         "switches": (("hooksConfig.enabled", False, 'set "hooksConfig": {"enabled": true} in %s'),),
-        "skills": "gemini",
+        "skills": True,
         "session": {"id": ("session_id",), "transcript": ("transcript_path",)},
         "payload": {"session_id": None, "transcript_path": None, "hook_event_name": "BeforeAgent"},
         "note": ("Gemini CLI runs it before each turn; if your version has hooks off by default, "
@@ -107,7 +135,7 @@ RUNNERS = {
         "output": '{"cancel": false, "contextModification": %s}\n',
         "empty": '{"cancel": false}\n',  # Cline requires valid JSON on every run
         "cap": 10000,
-        "install": ("script", (None, "~/Documents/Cline/Hooks", "UserPromptSubmit"),
+        "install": script_hook(place(None, "~/Documents/Cline/Hooks", "UserPromptSubmit"),
                     ".clinerules/hooks/UserPromptSubmit",
                     "#!/bin/sh\n"
                     "# skill-retrieve hook cline: inject the skills relevant to this prompt.\n"
@@ -115,7 +143,7 @@ RUNNERS = {
                     "exec {command}\n", 0o755),
         "timeout": (30, "s"),
         "switches": (),
-        "skills": "cline",
+        "skills": True,
         "session": {"id": ("taskId",)},
         "payload": {"hookName": "UserPromptSubmit", "taskId": None},
         "note": ("Cline runs it when hooks are enabled (Settings > Features > Hooks); its context "
@@ -129,10 +157,10 @@ RUNNERS = {
         "output": '{"context": %s}\n',
         "empty": "",
         "cap": 10000,
-        "install": ("hermes",),
+        "install": hook_record("hermes"),
         "timeout": (5, "s"),
         "switches": (),
-        "skills": None,
+        "skills": False,
         "session": {"id": ("session_id",), "history": ("extra", "conversation_history")},
         "payload": {"hook_event_name": "pre_llm_call", "session_id": None},
         "note": "",
@@ -147,7 +175,7 @@ RUNNERS = {
         "output": '{"context": %s}\n',
         "empty": "",
         "cap": 10000,
-        "install": ("script", ("OPENCODE_CONFIG_DIR", "~/.config/opencode", "plugins/skill-retrieval.js"),
+        "install": script_hook(place("OPENCODE_CONFIG_DIR", "~/.config/opencode", "plugins/skill-retrieval.js"),
                     ".opencode/plugins/skill-retrieval.js",
                     "// skill-retrieve hook opencode: add the skills relevant to each user message.\n"
                     "// Written by `skill-retrieve install opencode`; `skill-retrieve uninstall opencode` removes it.\n"
@@ -185,7 +213,7 @@ RUNNERS = {
                     "}};\n", 0o644),
         "timeout": (5, "s"),
         "switches": (),
-        "skills": "opencode",
+        "skills": True,
         "session": {"id": ("session_id",)},
         "payload": {"session_id": None},
         "note": "OpenCode loads it at start-up: restart OpenCode.",

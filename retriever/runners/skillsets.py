@@ -347,18 +347,21 @@ def opencode(payload):
     return roots
 
 
+
+# A runner's name -> the function giving its folders; a runner whose
+# registry record has "skills" is here (Hermes is not: its own rules).
+SETS = {"claude-code": claude_code, "codex": codex, "gemini": gemini, "cline": cline, "opencode": opencode}
+
 def skill_set(runner, payload):
     """The existing skill folders ``runner`` reads for ``payload`` (root
-    dicts, precedence order), from the function its registry record names,
-    then the folders the user named for every front end
-    (``retriever.userroots``).  Hermes, and unknown runners, give ``[]``:
-    the default roots, which carry Hermes' own config rules and the named
-    folders."""
-    from retriever.runners.registry import RUNNERS
-    name = RUNNERS.get(runner, {}).get("skills")
-    if not name:
+    dicts, precedence order), from its function in ``SETS``, then the
+    folders the user named for every front end (``retriever.userroots``).
+    Hermes, and unknown runners, give ``[]``: the default roots, which carry
+    Hermes' own config rules and the named folders."""
+    folders = SETS.get(runner)
+    if folders is None:
         return []
-    return existing(globals()[name](payload) + [_root(p, "remembered") for p in userroots.remembered()])
+    return existing(folders(payload) + [_root(p, "remembered") for p in userroots.remembered()])
 
 
 def scope_request(req):
@@ -369,7 +372,7 @@ def scope_request(req):
     from retriever.runners.registry import RUNNERS
     runner = req["runner"]
     if runner not in RUNNERS:
-        from retriever.cli import did_you_mean
+        from retriever.suggest import did_you_mean
         raise ValueError("unknown runner %r%s (expected one of: %s)"
                          % (runner, did_you_mean(str(runner), RUNNERS), ", ".join(RUNNERS)))
     if not RUNNERS[runner].get("skills"):

@@ -1,0 +1,245 @@
+"""How a runner's module changes a file of the user's, and what it
+records of the change: one way for every runner in the table
+(``retriever.runners.listing``).
+
+Every change is recorded in our state (``listing.json``): which keys or
+lines install added, so uninstall removes exactly those and leaves the
+user's own entries (for the same keys too) alone.  A plugin file of ours
+(OpenCode's, Cline's) has the digest of what install wrote recorded
+(``fileutil.note_installed``, as the hook installer does): a copy the
+user edited since is neither replaced nor deleted.  Whether install created
+a file is recorded once, in ``fileutil.created``.  Every file is changed
+by ``fileutil.update`` (under the installers' lock, backed up, replaced
+only if it still holds what was read), and a dry run runs the very same
+change and writes nothing.
+
+Cold path: imported by install, uninstall, doctor, tokens and ``sync``.
+"""
+
+import os
+
+from retriever import fileutil
+# One class for every installer's refusals, and for an edited file of ours.
+from retriever.runners.install import Edited, Refused
+
+CHARS_PER_TOKEN = 4
+
+
+class NoReader(Refused):
+    """No reader to check an edit with (Codex's TOML needs Python 3.11):
+    the edit is not made, and install says how to make it by hand."""
+
+
+# ------------------------------------------------------------------ state
+
+STATE = "listing.json"
+
+
+def load_state():
+    """``{"<runner> <file>": record}``: what install added, per file."""
+    return fileutil.load_record(STATE)
+
+
+def _key(runner, path):
+    return "%s %s" % (runner, os.path.abspath(path))
+
+
+def record_of(runner, path):
+    """What install added to ``path`` for ``runner`` (None: nothing)."""
+    return load_state().get(_key(runner, path))
+
+
+def set_record(runner, path, rec):
+    """Record ``rec`` as what install added to ``path`` for ``runner``
+    (None or {}: nothing).  Called under the installers' lock, after the
+    file was written."""
+    data = load_state()
+    if rec:
+        data[_key(runner, path)] = rec
+    else:
+        data.pop(_key(runner, path), None)
+    fileutil.save_record(STATE, data)
+
+
+# ------------------------------------------------------------------ files
+
+
+def _decode(raw, path):
+    # Strict UTF-8, a BOM kept: the text edits give back every other byte.
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Refused("%s is not UTF-8 text; left unchanged" % path)
+
+
+def write(path, plan, out, dry_run, wait=None):
+    """Change ``path`` by ``plan(old text or None)``, which returns the new
+    text, ``fileutil.DELETE`` or None (leave the file) and may raise
+    Refused.  Returns what was written (or, in a dry run, would be).
+
+    ``fileutil.update`` does the writing: under the installers' lock and a
+    flock on the file, the bytes read backed up, the file replaced or
+    deleted only if it still holds them, and ``plan`` run again on another
+    program's edit made meanwhile.  A dry run runs ``plan`` the same way
+    and prints the outcome instead.  A file install creates is recorded
+    (``fileutil.note_created``), and deleting one removes the folders made
+    for it."""
+    real = os.path.realpath(path)
+    made = []
+
+    def change(raw):
+        made[:] = fileutil.missing_parents(real) if raw is None else []
+        return plan(_decode(raw, path))
+
+    raw, new, saved = fileutil.update(path, change, wait=wait, dry_run=dry_run)
+    if dry_run:
+        if new is not None:
+            out.write(fileutil.would(path, new))
+        return new
+    if saved:
+        out.write("backed up %s to %s\n" % (path, saved))
+    if new is fileutil.DELETE:
+        fileutil.remove_folders(fileutil.forget_created(path))
+    elif new is not None and raw is None:
+        fileutil.note_created(real, made)
+    return new
+
+
+def forget(runner, path):
+    """Uninstall is done with ``path``: no record of what install added,
+    nor of having created it, outlives it."""
+    set_record(runner, path, None)
+    fileutil.forget_created(path)
+
+
+# ------------------------------------------------------- which skills
+
+
+def folders(skill_set, cwd):
+    """The existing folders ``skill_set`` (a ``skillsets`` function) gives
+    a hook run in ``cwd``."""
+    from retriever.runners import skillsets
+    return skillsets.existing(skill_set({"cwd": cwd, "workspaceRoots": [cwd]}))
+
+
+def covered(roots, uncovered=()):
+    """``(names the switch covers, [(name, why)] still listed in full)``:
+    the skills in the folders ``roots``, and in each ``(folder, why)`` of
+    ``uncovered``."""
+    from retriever import skills
+    names = sorted({r["name"] for r in skills.collect(roots)[0]}) if roots else []
+    by_why = {}
+    for root, why in uncovered:
+        by_why.setdefault(why, []).append(root)
+    full = [(r["name"], why) for why, rs in by_why.items() for r in skills.collect(rs)[0]]
+    return names, sorted(full)
+
+
+def undo(runner, path, unedit, out, dry_run, said):
+    """Take out of ``path`` what install added for ``runner``:
+    ``unedit(text, record)`` gives the new text, None (nothing to take
+    out) or ``fileutil.DELETE``; then the record is forgotten and ``said``
+    (%s: the path) says so.  Nothing recorded: nothing to do.  Returns 0."""
+    rec = record_of(runner, path)
+    if not rec:
+        return 0
+    write(path, lambda old: None if old is None else unedit(old, rec), out, dry_run)
+    if not dry_run:
+        forget(runner, path)
+        out.write(said % path)
+    return 0
+
+
+# ---------------------------------------------------------- plugin files
+
+
+def plugin_install(runner, path, source, mark, out, dry_run, force, said):
+    """Write our plugin file ``source`` at ``path``, and say so: ``said``
+    is the line for a plugin already there and the one for a plugin
+    written (each with %s for the path).  Returns 0.
+
+    A file there without our ``mark`` is someone else's: Refused.  One
+    with it is ours as some install wrote it (replaced, backed up) unless
+    it differs from the digest install recorded of its own write: then the
+    user edited it, and it stays ("kept", one line saying how to take ours)
+    unless ``force``.  No digest (an older version's install): ours, as
+    before digests were kept.  The digest of what is written is recorded
+    (``fileutil.note_installed``), the hook installer's record and rule."""
+    real = os.path.realpath(path)
+
+    def plan(old):
+        if old == source:
+            return None
+        if old is not None and mark not in old:
+            raise Refused("%s exists and is not skill-retrieve's; left unchanged" % path)
+        if old is not None and not force and fileutil.as_installed(fileutil.installed(real, runner), old) is False:
+            raise Edited(path)
+        return source
+
+    try:
+        new = write(path, plan, out, dry_run)
+    except Edited:
+        out.write("%s: kept %s: it was edited since install; `skill-retrieve install %s --force` "
+                  "replaces it with ours\n" % (runner, path, runner))
+        return 0
+    if not dry_run and (new is not None or fileutil.installed(real, runner) is None):
+        # Also when it was there already: a copy an older version wrote
+        # without a digest is guarded from now on.
+        fileutil.note_installed(real, runner, {"after": fileutil.digest(source)})
+    if new is None:
+        out.write(said[0] % path)
+    elif not dry_run:
+        out.write(said[1] % path)
+    return 0
+
+
+def plugin_uninstall(runner, path, mark, out, dry_run, said):
+    """Delete our plugin file as install wrote it, and say so with the line
+    ``said`` (%s: the path); one edited since install is left, with one
+    line saying so.  Returns 0.  The records of it go with it (an older
+    version kept one in ``listing.json`` too); an edited copy keeps its
+    digest, so a later install leaves it too."""
+    real = os.path.realpath(path)
+
+    def plan(old):
+        if old is None or mark not in old:
+            return None
+        if fileutil.as_installed(fileutil.installed(real, runner), old) is False:
+            raise Edited(path)
+        return fileutil.DELETE
+
+    try:
+        gone = write(path, plan, out, dry_run) is not None
+    except Edited:
+        out.write("%s: left %s in place: it was edited since install; delete it yourself if you "
+                  "no longer want it\n" % (runner, path))
+        return 0
+    if not dry_run:
+        forget(runner, path)
+        fileutil.forget_installed(real, runner)
+    if gone and not dry_run:
+        out.write(said % path)
+    return 0
+
+
+
+def locked(dry_run):
+    """The installers' lock, held by install and uninstall from reading
+    the record to saving it; a dry run writes nothing and takes none."""
+    import contextlib
+    return contextlib.nullcontext() if dry_run else fileutil.install_lock()
+
+
+def under(env, home, var, default):
+    """The folder the variable ``var`` of ``env`` names, else ``default``
+    (``~`` for ``home``), absolute."""
+    return os.path.abspath(os.path.expanduser(env.get(var) or default.replace("~", home, 1)))
+
+
+def number(value, default, kind=(int, float)):
+    """A positive number of the right kind from settings, else the
+    default: a string or a list there must not make the estimate crash."""
+    ok = isinstance(value, kind) and not isinstance(value, bool) and value > 0
+    return value if ok else default
