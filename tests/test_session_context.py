@@ -19,22 +19,25 @@ from skillret_helpers import make_skill
 SESSION = "5e1d0c7a-37aa-4f0b-9d1e-0c3b7a2f9e11"
 
 
+SKILLS = {
+    "airflow-dags": "Write Apache Airflow DAGs that load files from S3 into Postgres: operators, "
+                    "sensors, schedules, retries and backfills of data pipelines.",
+    "home-sensors": "Read temperature and motion sensors at home and schedule smart home automations "
+                    "instead of fixed timers.",
+    "email-sequence": "Write onboarding and nurture email sequences for trial users: timing, "
+                      "goals and copy of each email.",
+    "cold-outreach": "Write cold sales outreach emails: subject line options, openers and follow-ups.",
+    "docker-slim": "Shrink Docker images of a service with multi-stage builds, smaller base images "
+                   "and a .dockerignore.",
+}
+
+
 @pytest.fixture
 def skills(tmp_path):
     """Pairs of skills that share a follow-up's words: only the session's
     topic says which one a short turn is about."""
     root = tmp_path / "skills"
-    for name, desc in [
-        ("airflow-dags", "Write Apache Airflow DAGs that load files from S3 into Postgres: operators, "
-                         "sensors, schedules, retries and backfills of data pipelines."),
-        ("home-sensors", "Read temperature and motion sensors at home and schedule smart home automations "
-                         "instead of fixed timers."),
-        ("email-sequence", "Write onboarding and nurture email sequences for trial users: timing, "
-                           "goals and copy of each email."),
-        ("cold-outreach", "Write cold sales outreach emails: subject line options, openers and follow-ups."),
-        ("docker-slim", "Shrink Docker images of a service with multi-stage builds, smaller base images "
-                        "and a .dockerignore."),
-    ]:
+    for name, desc in SKILLS.items():
         make_skill(root, name, {"name": name, "description": desc})
     return root
 
@@ -142,15 +145,8 @@ def tier_index(tmp_path_factory):
     from retriever.semantic import inproc
     base = tmp_path_factory.mktemp("tier")
     root = base / "skills"
-    for name, desc in [
-        ("airflow-dags", "Write Apache Airflow DAGs that load files from S3 into Postgres: operators, "
-                         "sensors, schedules, retries and backfills of data pipelines."),
-        ("home-sensors", "Read temperature and motion sensors at home and schedule smart home automations "
-                         "instead of fixed timers."),
-        ("docker-slim", "Shrink Docker images of a service with multi-stage builds, smaller base images "
-                        "and a .dockerignore."),
-    ]:
-        make_skill(root, name, {"name": name, "description": desc})
+    for name in ("airflow-dags", "home-sensors", "docker-slim"):
+        make_skill(root, name, {"name": name, "description": SKILLS[name]})
     index = str(base / "index.skr")
     scope = build.resolve([str(root)])
     scope["disabled"] = set()
