@@ -1,8 +1,10 @@
 """Leave one out on the session set: do the session-context settings generalise?
 
 The session memory's settings (``query.CONTEXT_WEIGHT``, how much the
-earlier prompts weigh in a short turn's ranking, and ``session.CONTINUES``,
-when a turn continues the session's work) were chosen on
+earlier prompts' terms weigh in a short turn's ranking,
+``session.CONTINUES``, when a turn continues the session's work, and
+``semantic.CONTEXT_COS_WEIGHT``, how much the last prompt's cosines weigh
+with the tier) were chosen on
 ../shared/eval/sessions.  This replays the set (``sessions.replay_sessions``,
 tier on unless ``--no-semantic``) once per setting of a small grid, then:
 
@@ -26,12 +28,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from retriever import query, session  # noqa: E402
+from retriever import query, semantic, session  # noqa: E402
 
 import run_eval  # noqa: E402
 import sessions  # noqa: E402
 
-GRID = [(w, c) for w in (0.0, 0.6, 1.2) for c in (0.5, 0.8)]
+GRID = [(w, c, v) for w in (0.0, 0.6, 1.2) for c in (0.5, 0.8) for v in (0.0, 0.6)]
+
+
+def shipped_setting():
+    """The shipped setting, as a point of the grid."""
+    return query.CONTEXT_WEIGHT, session.CONTINUES, semantic.CONTEXT_COS_WEIGHT
 
 
 def objective(records):
@@ -43,14 +50,14 @@ def objective(records):
 
 def replay_grid(idx, rows, provider, grid=GRID):
     """``{setting: records}`` over ``grid`` (the module values restored)."""
-    saved = query.CONTEXT_WEIGHT, session.CONTINUES
+    saved = shipped_setting()
     out = {}
     try:
-        for w, c in grid:
-            query.CONTEXT_WEIGHT, session.CONTINUES = w, c
-            out[(w, c)] = sessions.replay_sessions(idx, rows, provider)
+        for w, c, v in grid:
+            query.CONTEXT_WEIGHT, session.CONTINUES, semantic.CONTEXT_COS_WEIGHT = w, c, v
+            out[(w, c, v)] = sessions.replay_sessions(idx, rows, provider)
     finally:
-        query.CONTEXT_WEIGHT, session.CONTINUES = saved
+        query.CONTEXT_WEIGHT, session.CONTINUES, semantic.CONTEXT_COS_WEIGHT = saved
     return out
 
 
@@ -81,8 +88,9 @@ def main(argv=None):
     rows, cache = sessions.setup(args)
     provider = run_eval.semantic_provider(args)
     idx = sessions.mixed_index(cache, provider)
-    shipped = (query.CONTEXT_WEIGHT, session.CONTINUES)
-    grid = GRID if shipped in GRID else GRID + [shipped]
+    shipped = shipped_setting()
+    grid = GRID if provider is not None else [s for s in GRID if s[2] == shipped[2]]
+    grid = grid if shipped in grid else grid + [shipped]
     by_setting = replay_grid(idx, rows, provider, grid)
     sids = sorted({r["session"] for r in rows})
     loso, loso_picked = held_out(by_setting, [((lambda r, s=s: r["session"] != s), (lambda r, s=s: r["session"] == s))
@@ -91,11 +99,11 @@ def main(argv=None):
     loco, loco_picked = held_out(by_setting, [((lambda r, c=c: c not in collections_of(r)),
                                                (lambda r, c=c: c in collections_of(r))) for c in colls])
     tier = "bm25+semantic" if provider is not None else "bm25"
-    print("Leave one out on %s (%d turns), %s; grid CONTEXT_WEIGHT x CONTINUES = %s; shipped %s"
+    print("Leave one out on %s (%d turns), %s; grid CONTEXT_WEIGHT x CONTINUES x CONTEXT_COS_WEIGHT = %s; shipped %s"
           % (os.path.relpath(args.sessions), len(rows), tier, grid, shipped))
     for s in grid:
         m = sessions.summarize(by_setting[s])
-        print("  in sample %-12s in context %.3f  silent %.3f  Hit@1 %.3f" % (s, m["in context"], m["silent"],
+        print("  in sample %-17s in context %.3f  silent %.3f  Hit@1 %.3f" % (s, m["in context"], m["silent"],
                                                                               m["Hit@1"]))
     sessions.print_rows({tier: [("shipped, in sample", sessions.summarize(by_setting[shipped])),
                                 ("leave one session out", sessions.summarize(loso)),

@@ -69,6 +69,10 @@ RECENT_TURNS = 4
 # times less for each prompt since.
 CONTEXT_PROMPTS = 3
 CONTEXT_DECAY = 0.6
+# With the tier, the last prompt given a skill also leaves its encoder's
+# MAX_COS best skills and cosines (x COS_SCALE, as ints: compact JSON).
+MAX_COS = 10
+COS_SCALE = 1000
 # A skill the session was just given, ranked in the turn's first few at
 # this share of the first's score or more, says the turn continues the
 # session's work (``continues``).
@@ -136,7 +140,8 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
     key = _key(runner, session_id, agent_id)
     entry = _clean(sessions.get(key))
     if entry is None:
-        entry = {"t": now, "n": 0, "g": [], "l": [], "x": None, "p": []}  # stored by ``record``, if it saves
+        # Stored by ``record``, if it saves.
+        entry = {"t": now, "n": 0, "g": [], "l": [], "x": None, "p": [], "v": None}
     else:
         sessions[key] = entry  # the checked copy, in place of what was read
     entry["n"] += 1
@@ -166,7 +171,13 @@ def contextualize(req, memo):
         for t in terms:
             if prior.get(t, 0.0) < w:
                 prior[t] = w
-    memo["context"] = req["context"] = {"prior": prior}
+    context = {"prior": prior}
+    v = entry.get("v")
+    if v:
+        # The encoder's side of the same context: the last prompt given a
+        # skill, as its top cosines (``semantic.fused_search``).
+        context["prior_cos"] = (CONTEXT_DECAY ** max(0, entry["n"] - v[0] - 1), v[1], v[2])
+    memo["context"] = req["context"] = context
 
 
 def filter(memo, results, text=""):
@@ -240,6 +251,8 @@ def record(memo, injected):
             # A prompt that was given a skill sets the session's topic; chat
             # does not, and a turn that injects nothing writes nothing.
             entry["p"] = (entry["p"] + [[n, own]])[-CONTEXT_PROMPTS:]
+            own_cos = (memo["context"] or {}).get("own_cos")
+            entry["v"] = [n, own_cos[0], own_cos[1]] if own_cos else None
         sessions = memo["sessions"]
         if not injected and not memo["changed"]:
             return  # nothing to count down, nothing new: no write
@@ -431,7 +444,11 @@ def _clean(e):
     p = [[y[0], [w for w in y[1][:64] if isinstance(w, str)]] for y in p[-CONTEXT_PROMPTS:]
          if isinstance(y, list) and len(y) == 2 and isinstance(y[0], int) and y[0] <= n
          and isinstance(y[1], list)] if isinstance(p, list) else []
-    return {"t": float(t), "n": n, "g": g, "l": l, "x": x, "p": p}
+    v = e.get("v")
+    v = v if isinstance(v, list) and len(v) == 3 and isinstance(v[0], int) and v[0] <= n \
+        and isinstance(v[1], str) and isinstance(v[2], list) and len(v[2]) <= 2 * MAX_COS and not len(v[2]) % 2 \
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in v[2]) else None
+    return {"t": float(t), "n": n, "g": g, "l": l, "x": x, "p": p, "v": v}
 
 
 def _number(v):

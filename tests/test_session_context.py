@@ -19,22 +19,25 @@ from skillret_helpers import make_skill
 SESSION = "5e1d0c7a-37aa-4f0b-9d1e-0c3b7a2f9e11"
 
 
+SKILLS = {
+    "airflow-dags": "Write Apache Airflow DAGs that load files from S3 into Postgres: operators, "
+                    "sensors, schedules, retries and backfills of data pipelines.",
+    "home-sensors": "Read temperature and motion sensors at home and schedule smart home automations "
+                    "instead of fixed timers.",
+    "email-sequence": "Write onboarding and nurture email sequences for trial users: timing, "
+                      "goals and copy of each email.",
+    "cold-outreach": "Write cold sales outreach emails: subject line options, openers and follow-ups.",
+    "docker-slim": "Shrink Docker images of a service with multi-stage builds, smaller base images "
+                   "and a .dockerignore.",
+}
+
+
 @pytest.fixture
 def skills(tmp_path):
     """Pairs of skills that share a follow-up's words: only the session's
     topic says which one a short turn is about."""
     root = tmp_path / "skills"
-    for name, desc in [
-        ("airflow-dags", "Write Apache Airflow DAGs that load files from S3 into Postgres: operators, "
-                         "sensors, schedules, retries and backfills of data pipelines."),
-        ("home-sensors", "Read temperature and motion sensors at home and schedule smart home automations "
-                         "instead of fixed timers."),
-        ("email-sequence", "Write onboarding and nurture email sequences for trial users: timing, "
-                           "goals and copy of each email."),
-        ("cold-outreach", "Write cold sales outreach emails: subject line options, openers and follow-ups."),
-        ("docker-slim", "Shrink Docker images of a service with multi-stage builds, smaller base images "
-                        "and a .dockerignore."),
-    ]:
+    for name, desc in SKILLS.items():
         make_skill(root, name, {"name": name, "description": desc})
     return root
 
@@ -132,3 +135,81 @@ def test_a_turn_given_nothing_leaves_no_context(tmp_path):
     req["context"]["own"] = ["thanks"]
     session.record(memo, [])
     assert not path.exists()
+
+
+@pytest.fixture(scope="module")
+def tier_index(tmp_path_factory):
+    """``(idx, index path, provider)``: the pairs of ``skills`` built, with
+    the encoder in process (as the eval and the Hermes plugin run it)."""
+    from retriever import build, store
+    from retriever.semantic import inproc
+    base = tmp_path_factory.mktemp("tier")
+    root = base / "skills"
+    for name in ("airflow-dags", "home-sensors", "docker-slim"):
+        make_skill(root, name, {"name": name, "description": SKILLS[name]})
+    index = str(base / "index.skr")
+    scope = build.resolve([str(root)])
+    scope["disabled"] = set()
+    build.build(scope, index)
+    idx = store.load(index)
+    p = inproc.Provider()
+    assert p.wait(index, idx, timeout=120), p.status
+    return idx, index, p
+
+
+ARRIVES = "start when something arrives?"
+
+
+def _tier_turn(tier_index, store, text, sid=SESSION):
+    # One turn through session memory and the fused ranking (decision
+    # off); the first place is recorded as injected.
+    from retriever import semantic
+    idx, index, provider = tier_index
+    memo = session.begin(sid, "claude-code", store=store)
+    req = {}
+    session.contextualize(req, memo)
+    results, tiers = semantic.search(idx, index, text, 3, provider, decide=False, context=req["context"])
+    assert tiers == ("bm25", "semantic")
+    session.record(memo, results[:1])
+    return results
+
+
+def test_with_the_tier_a_follow_up_is_ranked_with_the_last_prompts_cosines(tier_index, monkeypatch):
+    # The encoder's side of the context alone (the terms' side off): the
+    # follow-up, none of whose words BM25 knows, reads as home automation
+    # on its own by a hair, as the DAG's work in its session; the cosines
+    # the decision reads stay the message's own.
+    from retriever import semantic
+    monkeypatch.setattr(query, "CONTEXT_WEIGHT", 0.0)
+    store = {}
+    assert _tier_turn(tier_index, store, AIRFLOW)[0]["name"] == "airflow-dags"
+    alone = _tier_turn(tier_index, {}, ARRIVES)
+    assert alone[0]["name"] == "home-sensors"
+    within = _tier_turn(tier_index, store, ARRIVES)
+    assert within[0]["name"] == "airflow-dags"
+    own = {r["name"]: r["cosine"] for r in alone}
+    assert all(r["cosine"] == own[r["name"]] for r in within if r["name"] in own)
+    # What the session keeps: the first prompt's best cosines, compact (the
+    # follow-up, no word of which BM25 knows, sets no topic).
+    entry = next(iter(store["sessions"].values()))
+    assert entry["v"][0] == 1 and len(entry["v"][2]) <= 2 * session.MAX_COS
+    # Off, the same turn is ranked as alone.
+    monkeypatch.setattr(semantic, "CONTEXT_COS_WEIGHT", 0.0)
+    store = {}
+    _tier_turn(tier_index, store, AIRFLOW)
+    assert _tier_turn(tier_index, store, ARRIVES)[0]["name"] == "home-sensors"
+
+
+def test_with_the_tier_a_new_request_is_ranked_on_its_own_words(tier_index):
+    store = {}
+    _tier_turn(tier_index, store, AIRFLOW)
+    switch = ("different thing: the payments worker docker image is 2gb, shrink it with a multi-stage build")
+    assert _tier_turn(tier_index, store, switch)[0]["name"] == "docker-slim"
+
+
+def test_a_damaged_vector_context_is_dropped():
+    entry = {"t": 1.0, "n": 3, "g": [], "l": [], "x": None, "p": []}
+    for bad in ([9, "k", [1, 500]], [1, "k", ["x"]], [1, "k", list(range(2 * session.MAX_COS + 2))],
+                [1, "k", [1]], "v"):
+        assert session._clean(dict(entry, v=bad))["v"] is None
+    assert session._clean(dict(entry, v=[2, "k", [1, 500]]))["v"] == [2, "k", [1, 500]]

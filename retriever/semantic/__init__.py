@@ -105,8 +105,8 @@ def search(idx, index_path, text, k, provider, keep=None, decide=True, explain=N
 def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, context=None):
     """The fused ranking and the decision over it, or None when the
     session gives no cosines.  ``context`` as in ``query.search``."""
-    from retriever import decide as dc, query, store
-    from retriever.semantic import fuse
+    from retriever import decide as dc, query
+    from retriever.semantic import client, fuse
     q = query.parse(idx, text, context)
     acc = q["acc"]
     bm_top = query.top(acc, fuse.BM25_POOL)
@@ -118,20 +118,18 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, co
     chat = cos.pop(CHAT, None)
     cover_best = dc.confidence(idx, q["found"], bm_top[0][0], q["n_scored"]) if bm_top else 0.0
     alpha = fuse.alpha_for(text, cover_best, q["lang"])
-    fused = fuse.fuse(acc, bm_top, cos, alpha)
-    cands = []
-    for d, f, c in fused:
-        if f <= 0.0:
-            break
-        rid, name, path, desc, vis = store.doc(idx, d)
-        r = {"id": rid, "name": name, "path": path, "score": round(f, 6), "description": desc,
-             "vis": vis, "cosine": round(c, 4), "bm25": round(acc.get(d, 0.0), 6)}
-        if keep is None or keep(r):
-            cands.append({"n": d, "score": f, "cos": c, "result": r})
-            if len(cands) >= k:
-                break
+    rank_cos = cos
     if context is not None:
-        context["ranked"] = [(c["result"]["id"], c["score"]) for c in cands[:query.CONTINUES_WITHIN]]
+        rank_cos = _with_prior_cos(context, client.index_key(idx["header"]), cos, q["words"],
+                                   idx["header"].get("n_docs") or 0)
+    cands = _candidates(idx, fuse.fuse(acc, bm_top, rank_cos, alpha), acc, cos, keep, k)
+    if context is not None:
+        # Whether the turn continues the session's work (``session.continues``)
+        # is read from the message's own cosines: the session's vector
+        # context would put its own skills near the top of every short turn.
+        own = cands if rank_cos is cos else \
+            _candidates(idx, fuse.fuse(acc, bm_top, cos, alpha), acc, cos, keep, query.CONTINUES_WITHIN)
+        context["ranked"] = [(c["result"]["id"], c["score"]) for c in own[:query.CONTINUES_WITHIN]]
     if explain is not None:
         explain.update(alpha=alpha, coverage_bm25_best=cover_best, lang=q["lang"])
     if not decide:
@@ -143,6 +141,58 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, co
     sem = {"spread": (ranked[0] - tenth) if ranked else 0.0, "cos10": tenth,
            "chat": dc.CHAT_UNKNOWN if chat is None else chat}
     return dc.choose(idx, q, cands, k, sem, explain, query.named(idx, q, cands, keep))
+
+
+# The encoder's side of the session's context (``session.contextualize``):
+# the cosines of the last prompt given a skill join a short turn's, weighted
+# as ``query._with_context`` weighs the earlier prompts' terms, relative to
+# the message's own best cosine (a new request is ranked on its own).
+CONTEXT_COS_WEIGHT = 0.6
+
+
+def _with_prior_cos(context, key, cos, words, n_docs):
+    # The cosines to rank with (a new dict when the context adds any);
+    # leaves the message's own best ones in context["own_cos"], for the
+    # next prompts.  The kept ones are of this index build (``key``) only.
+    from retriever import query, session as memory
+    best = sorted(cos.items(), key=lambda x: -x[1])[:memory.MAX_COS]
+    flat = []
+    for d, c in best:
+        flat += [d, int(round(c * memory.COS_SCALE))]
+    context["own_cos"] = (key, flat)
+    prior = context.get("prior_cos")
+    if not prior or prior[1] != key or not prior[2] or not cos or CONTEXT_COS_WEIGHT <= 0.0:
+        return cos
+    decay, _, pflat = prior
+    pairs = [(d, c) for d, c in zip(pflat[0::2], pflat[1::2]) if 0 <= d < n_docs and c > 0]
+    if not pairs:
+        return cos
+    ptop = max(c for _, c in pairs)
+    scale = decay * CONTEXT_COS_WEIGHT * query.CONTEXT_HALF / (query.CONTEXT_HALF + words) \
+        * max(cos.values()) / ptop
+    out = dict(cos)
+    for d, c in pairs:
+        out[d] = out.get(d, 0.0) + c * scale
+    return out
+
+
+def _candidates(idx, fused, acc, cos, keep, k):
+    # The first ``k`` of ``fused`` that ``keep`` allows, as the decision
+    # reads them; their evidence is the message's own cosine.
+    from retriever import store
+    cands = []
+    for d, f, _ in fused:
+        if f <= 0.0:
+            break
+        c = cos.get(d, 0.0)
+        rid, name, path, desc, vis = store.doc(idx, d)
+        r = {"id": rid, "name": name, "path": path, "score": round(f, 6), "description": desc,
+             "vis": vis, "cosine": round(c, 4), "bm25": round(acc.get(d, 0.0), 6)}
+        if keep is None or keep(r):
+            cands.append({"n": d, "score": f, "cos": c, "result": r})
+            if len(cands) >= k:
+                break
+    return cands
 
 
 def early(index_path, text):
