@@ -454,7 +454,7 @@ def from_project(idx, result):
     by its name alone."""
     from retriever.locate import in_project  # loaded already: the answer path uses it
     path = result.get("path") or ""
-    for r in idx["header"]["roots"]:
+    for r in idx["header"].get("roots") or ():
         if isinstance(r, dict) and in_project(r):
             base = r["path"].rstrip("/") + "/"
             if path.startswith(base) or path + "/" == base:
