@@ -529,6 +529,24 @@ def history_loads(history, budget=PARSE_BUDGET_S):
     return [x for one in reversed(per) for x in one]
 
 
+def transcript_end(path):
+    """Where a session's first look at its JSONL transcript at ``path``
+    starts when the lines before it are not read: ``[device, inode,
+    size]`` (as ``read_transcript`` returns), ``[0, 0, 0]`` (from its
+    start) when there is no such file of this user yet, None for a path
+    that ``read_transcript`` reads whole (Gemini CLI's ``.json``) or would
+    not read."""
+    if not path.startswith("/") or path.endswith(".json"):
+        return None
+    try:
+        st = posix.lstat(path)
+    except OSError:
+        return [0, 0, 0]
+    if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != posix.getuid():
+        return None
+    return [st.st_dev, st.st_ino, st.st_size]
+
+
 def read_transcript(path, tx, found, status=None, budget=PARSE_BUDGET_S):
     """Add the skills the transcript at ``path`` shows loaded to ``found``
     (a list of names and folders), reading what was added since ``tx``

@@ -239,3 +239,21 @@ def test_the_hermes_plugin_records_its_turns_and_the_loads_in_the_conversation(h
     from retriever.cli import usage_stats
     r = usage_stats.summarize(usage.read()[0])["hermes"]
     assert (r["prompts"], r["offered"], r["followed"], r["loaded_unoffered"]) == (2, 1, 1, 0)
+
+
+def test_a_resumed_sessions_history_is_not_parsed_on_its_first_silent_prompt(hook, cli, tmp_path, cli_env):
+    """The first prompt of a session that injects nothing does not parse
+    the transcript it comes with (a resumed session's, up to 512 KiB: about
+    3 ms on every such prompt); it starts the session's reading at its
+    end, and a load after it is counted on the next prompt."""
+    t = Transcript(tmp_path / "resumed.jsonl")
+    for _ in range(2000):
+        t.load("k8s-certs")  # the history of a resumed session
+    size = t.path.stat().st_size
+    assert hook("thanks", "r1", t.path) == ""
+    state = json.loads((Path(cli_env["XDG_CACHE_HOME"]) / "skill-retrieval" / "sessions.json").read_text())
+    (entry,) = state["sessions"].values()
+    assert entry["x"][2] == size and entry["l"] == []
+    t.load("pdf-merge")
+    assert hook("ok", "r1", t.path) == ""
+    assert stats(cli)["claude-code"]["loaded_unoffered"] == 1
