@@ -139,6 +139,10 @@ CONTEXT_WEIGHT = 0.6
 CONTEXT_HALF = 8.0
 # Terms a prompt leaves to the next ones: its rarest known terms.
 CONTEXT_TERMS = 12
+# A carried term is scored only when its IDF reaches this share of
+# ln(1 + N), the IDF of a term one skill holds: held by at most about
+# N^0.5 of N skills.
+CONTEXT_MIN_IDF = 0.5
 # The first candidates a ranking in context reports (``context["ranked"]``)
 # for ``session.filter`` to see whether a turn continues the session's work.
 CONTINUES_WITHIN = 3
@@ -190,7 +194,16 @@ def _with_context(idx, context, acc, found, words):
     extra = {t: w for t, w in prior.items() if t not in found}
     if not extra:
         return
-    more, _ = score(idx, list(extra), extra)
+    if len(extra) > CONTEXT_TERMS:
+        # Scoring every carried term (three prompts' worth) cost 4.8 ms a
+        # prompt at 3,741 skills; the newest prompts' terms are kept, each
+        # prompt's rarest first (sorted is stable).
+        extra = {t: extra[t] for t in sorted(extra, key=lambda t: -extra[t])[:CONTEXT_TERMS]}
+    # Only the context's rarer terms are scored: they carry the session's
+    # topic, and a common one's long postings cost the most (at 3,741
+    # skills the context took half of a deep prompt's 9 ms).
+    from retriever.decide import _ln  # loaded already: the decision needs it; no math import
+    more, _ = score(idx, list(extra), extra, CONTEXT_MIN_IDF * _ln(1.0 + idx["header"]["n_docs"]))
     if not more:
         return
     # Relative to the message's own best score: the context reorders what
@@ -211,16 +224,18 @@ def _carried(term):
     return len(term) > 1 and not term.isdigit()
 
 
-def score(idx, terms, term_weights=None):
+def score(idx, terms, term_weights=None, min_idf=0.0):
     """``({skill number: score}, {term: (term number, skill numbers)})``
     for the given terms (each scaled by ``term_weights[term]`` when that
-    is given, default 1); the skill lists are kept for ``confidence``, so
-    no term's postings are read twice."""
+    is given, default 1; a term under ``min_idf`` left out); the skill
+    lists are kept for ``confidence``, so no term's postings are read
+    twice."""
     acc = {}
     found = {}
+    idf = idx["idf"]
     for t in terms:
         i = find_term(idx, t)
-        if i < 0:
+        if i < 0 or idf[i] < min_idf:
             continue
         docs, weights = postings(idx, i)
         found[t] = (i, docs)
