@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 from retriever import learn, session, usage  # noqa: E402
 from retriever.runners import hook  # noqa: E402
 
-import run_eval  # noqa: E402
+import library  # noqa: E402
 import sessions  # noqa: E402
 
 SECOND_WEEK = os.path.join(HERE, "second_week.jsonl")
@@ -93,8 +93,8 @@ def learning_rows(cache, provider=None, week1=None, week2=None):
     """``{"learning off"/"learning on": rows}`` for the tier of
     ``provider`` (None: BM25 alone)."""
     import time
-    week1 = run_eval.load_jsonl(week1 or sessions.SESSIONS)
-    week2 = run_eval.load_jsonl(week2 or SECOND_WEEK)
+    week1 = library.load_jsonl(week1 or sessions.SESSIONS)
+    week2 = library.load_jsonl(week2 or SECOND_WEEK)
     if not week1 or not week2:
         return {}
     idx = sessions.mixed_index(cache, provider)
@@ -112,13 +112,23 @@ def learning_rows(cache, provider=None, week1=None, week2=None):
     return out
 
 
+def tier_rows(cache, provider):
+    """The second week's rows, learning off and on, BM25 alone and, with
+    ``provider``, tier on: ``{label: rows}`` (``make eval`` prints them)."""
+    out = {}
+    for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
+        for name, rows in learning_rows(cache, p).items():
+            out["%s, %s" % (tier, name)] = rows
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache", help="folder for the built index (default: a new temp folder)")
     ap.add_argument("--no-semantic", action="store_true", help="BM25 alone")
     args = ap.parse_args(argv)
     cache = args.cache or tempfile.mkdtemp(prefix="skill-learning-")
-    sessions.print_rows(run_eval.learning_rows(cache, run_eval.semantic_provider(args)))
+    sessions.print_rows(tier_rows(cache, library.semantic_provider(args)))
     return 0
 
 

@@ -33,11 +33,10 @@ sys.path.insert(0, REPO)
 
 from retriever import build, query, store  # noqa: E402
 
-SHARED = os.path.normpath(os.path.join(REPO, "..", "shared"))
-MIXED = ["hermes-agent", "anthropics-skills", "obra-superpowers", "openai-skills",
-         "k-dense-scientific-skills", "wshobson-agents", "alirezarezvani-claude-skills",
-         "trailofbits-skills", "orchestra-ai-research-skills", "moonlight-lupin-agent-skills",
-         "dtsong-data-engineering-skills", "dotnet-artisan-130"]
+sys.path.insert(0, HERE)
+from library import (MIXED, SHARED, build_index, load_jsonl, semantic_provider,  # noqa: E402,F401
+                     skill_id as _skill_id, with_vectors)
+
 CJK_QUERIES = os.path.join(HERE, "cjk_queries.jsonl")
 MULTILINGUAL_QUERIES = os.path.join(HERE, "multilingual_queries.jsonl")
 
@@ -54,29 +53,6 @@ def load_rows(eval_dir):
                     r["source"] = src
                     rows.append(r)
     return rows
-
-
-def build_index(roots, profile, folder):
-    """Build an index of ``roots`` under ``profile``; returns the loaded index.
-    A cached index is reused only while the library's code is unchanged:
-    the key hashes every retriever/*.py, so an index built by older code
-    (another format, other features) is never scored as this code's."""
-    import hashlib
-    h = hashlib.blake2b("\0".join(roots).encode("utf-8"), digest_size=8)
-    code = os.path.join(REPO, "retriever")
-    for name in sorted(os.listdir(code)):
-        if name.endswith(".py"):
-            with open(os.path.join(code, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
-    key = h.hexdigest()
-    path = os.path.join(folder, "%s-%s.skr" % (profile, key))
-    if not os.path.exists(path):
-        scope = build.resolve(roots)
-        scope["disabled"] = set()
-        build.build(scope, path, profile)
-    idx = store.load(path)
-    idx["_path"] = path  # the semantic rows find the vectors beside it
-    return idx
 
 
 def matches(result, names):
@@ -248,31 +224,6 @@ def run(args):
     return 0
 
 
-def load_jsonl(path):
-    """The rows of a JSON-lines query file ([] when it does not exist)."""
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-
-def semantic_provider(args):
-    """The in-process semantic provider when the tier is installed and
-    not turned off (``--no-semantic`` or SKILL_RETRIEVAL_SEMANTIC=off)."""
-    from retriever import semantic
-    if args.no_semantic or not semantic.enabled():
-        return None
-    from retriever.semantic import inproc
-    return inproc.Provider(max_indexes=64)  # every own collection stays loaded
-
-
-def with_vectors(provider, idx):
-    """``idx`` once the provider has its vectors (embedding them if needed)."""
-    if not provider.wait(idx["_path"], idx, timeout=1800):
-        raise SystemExit("semantic tier: the model or vectors did not load (%s)" % provider.status)
-    return idx
-
-
 def load_cjk():
     """The CJK query set written for this project (queries in Chinese,
     Japanese and Korean for skills of the mixed corpus)."""
@@ -397,19 +348,9 @@ def day_rows(cache, provider):
 
 
 def learning_rows(cache, provider):
-    """The second week's rows, learning off and on (``eval/learning.py``),
-    BM25 alone and, with ``provider``, tier on: ``{label: rows}``."""
+    """The second week's rows (``learning.tier_rows``)."""
     import learning
-    out = {}
-    for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
-        for name, rows in learning.learning_rows(cache, p).items():
-            out["%s, %s" % (tier, name)] = rows
-    return out
-
-
-def _skill_id(path):
-    # A result's id as ../shared/eval/turns spells it: its folder under corpora/.
-    return path.rsplit("/SKILL.md", 1)[0].split("/corpora/", 1)[-1]
+    return learning.tier_rows(cache, provider)
 
 
 DCOLS = ["task turns", "relevant injected", "per task turn", "relevant share", "no-skill turns",

@@ -42,9 +42,9 @@ sys.path.insert(0, HERE)
 from retriever import session  # noqa: E402
 from retriever.runners import hook  # noqa: E402
 
-import run_eval  # noqa: E402
+import library  # noqa: E402
 
-SESSIONS = os.path.join(run_eval.SHARED, "eval", "sessions", "dev.jsonl")
+SESSIONS = os.path.join(library.SHARED, "eval", "sessions", "dev.jsonl")
 RUNNER = "claude-code"
 WINDOW = 4  # turns before a task turn whose injections still count (the set's README)
 TASK_KINDS = ("task", "followup-task")
@@ -77,7 +77,7 @@ def fresh_followups(rows, window=WINDOW):
 
 
 def _ids(results):
-    return [run_eval._skill_id(r["path"]) for r in results]
+    return [library.skill_id(r["path"]) for r in results]
 
 
 def replay_sessions(idx, rows, provider=None, window=WINDOW, hit_k=3, tier=None):
@@ -243,16 +243,16 @@ def print_rows(tables, cols=COLS):
 def mixed_index(cache, provider=None, corpora=None):
     """The 12-collection mixed index ``run_eval`` builds, with its vectors
     when ``provider`` is given."""
-    corpora = corpora or os.path.join(run_eval.SHARED, "corpora")
-    idx = run_eval.build_index([os.path.join(corpora, c) for c in run_eval.MIXED], "default", cache)
-    return run_eval.with_vectors(provider, idx) if provider is not None else idx
+    corpora = corpora or os.path.join(library.SHARED, "corpora")
+    idx = library.build_index([os.path.join(corpora, c) for c in library.MIXED], "default", cache)
+    return library.with_vectors(provider, idx) if provider is not None else idx
 
 
 def setup(args):
     """``(rows, cache folder)`` for a command line with ``--sessions`` and
     ``--cache``: the turns (exits with one line when there are none) and
     the folder for the built index (a new temp folder by default)."""
-    rows = run_eval.load_jsonl(args.sessions)
+    rows = library.load_jsonl(args.sessions)
     if not rows:
         raise SystemExit("%s: no turns (missing or empty; see --sessions)" % args.sessions)
     cache = args.cache or tempfile.mkdtemp(prefix="skill-sessions-")
@@ -269,7 +269,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     rows, cache = setup(args)
     tables, records = {}, {}
-    provider = run_eval.semantic_provider(args)
+    provider = library.semantic_provider(args)
     for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
         records[tier] = replay_sessions(mixed_index(cache, p), rows, p)
         tables[tier] = report(records[tier])
