@@ -536,6 +536,31 @@ def test_first_query_starts_a_helper_and_answers_bm25(tmp_path, tree, helpers):
     assert _wait(lambda: not _alive(pid), 30)
 
 
+def _lock_free(env):
+    import fcntl
+    fd = os.open(env["XDG_RUNTIME_DIR"] + "/skill-retrieval/semantic.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def test_serve_stop_returns_once_the_helper_is_gone(tmp_path, tree, helpers):
+    """A session started right after ``serve --stop`` must start a helper
+    of its own: before, ``--stop`` returned while the old helper was
+    still winding down (here, loading its model), the new session's
+    warm-up asked that one, was told "pending", and was lost with it."""
+    env, p = helpers[0](idle=600)
+    _fused(env, tree["index"], "把扫描的PDF文件里的文字提取出来")  # the model starts loading
+    stop = run_cli(["serve", "--stop"], env)
+    assert stop.stdout == "stopped the semantic helper\n", stop
+    assert not os.path.exists(_sock(env)) and _lock_free(env)
+    assert p.wait(timeout=30) == 0
+
+
 def test_only_the_first_question_after_a_helper_start_may_wait_for_it(tmp_path, monkeypatch):
     """Issue 38, item 2: a question that finds the helper loading waits
     for it (at most FIRST_WAIT) only when the helper was started within

@@ -642,9 +642,36 @@ def _warm(log):
         log("model failed to load: %s: %s" % (type(exc).__name__, exc))
 
 
+STOP_WAIT = 10.0  # seconds ``serve --stop`` waits for the helper to let go of its lock
+
+
 def stop(sock_path=None):
-    """Ask the running helper to exit; True when one answered."""
-    return client.stop_helper(sock_path, 5.0)
+    """Ask the running helper to exit, and wait (up to STOP_WAIT seconds)
+    until it has let go of its socket and lock; True when one answered.
+
+    Waiting is what makes "stopped" true: a session started right after
+    would otherwise ask the helper still winding down, be told it is
+    loading, and lose its warm-up with it."""
+    sock_path = sock_path or client.socket_path()
+    if not client.stop_helper(sock_path, 5.0):
+        return False
+    import fcntl
+    try:
+        fd = os.open(lock_path(sock_path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return True
+    try:
+        deadline = time.monotonic() + STOP_WAIT
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return True
+            except OSError:
+                time.sleep(0.02)
+        locate.log("semantic helper: still holds its lock %gs after it was asked to stop" % STOP_WAIT)
+        return True
+    finally:
+        os.close(fd)
 
 
 def ping(sock_path=None, timeout=1.0):

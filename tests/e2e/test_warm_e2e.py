@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -66,19 +67,40 @@ def skr(args, home: Path, extra: dict, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN), *args], env=env, capture_output=True, text=True, timeout=120, **kw)
 
 
-def claude_session(home: Path, project: Path, mock, extra: dict, prompt: str, after: float,
-                   version: str) -> list[dict]:
+def log_size(home: Path) -> int:
+    """How much of our log exists now: the warm-up is read after it."""
+    log = home / ".cache" / "skill-retrieval" / "skill-retrieval.log"
+    return log.stat().st_size if log.exists() else 0
+
+
+def typed_after_warm_up(home: Path, since: int, deadline: float = 90.0) -> None:
+    """Wait as a user types: TYPING seconds, then on until a helper
+    started after byte ``since`` of our log says its vectors are ready
+    (up to ``deadline`` seconds)."""
+    time.sleep(TYPING)
+    log = home / ".cache" / "skill-retrieval" / "skill-retrieval.log"
+    ready = re.compile(r"semantic helper: vectors of .* ready \(\d+ skills\)")
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if log.exists() and ready.search(log.read_bytes()[since:].decode("utf-8", "replace")):
+            return
+        time.sleep(0.2)
+
+
+def claude_session(home: Path, project: Path, mock, extra: dict, prompt: str, version: str) -> list[dict]:
     """One Claude Code session in print mode with stream-json input: it
-    starts (its SessionStart hooks run), and ``after`` seconds later the
-    prompt arrives on stdin.  Returns the stream-json events printed."""
+    starts (its SessionStart hooks run), and once the user has typed
+    (:func:`typed_after_warm_up`) the prompt arrives on stdin.  Returns
+    the stream-json events printed."""
     require_claude(version)
     cmd = [str(claude_bin(version)), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
            "--verbose", "--include-hook-events"]
+    since = log_size(home)
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd=str(project),
                                 env=claude_env(home, mock, extra), start_new_session=True)
         try:
-            time.sleep(after)
+            typed_after_warm_up(home, since)
             msg = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}}
             proc.stdin.write((json.dumps(msg) + "\n").encode())
             proc.stdin.close()
@@ -119,7 +141,7 @@ def test_claude_code_session_start_warms_the_helper_for_the_first_prompt(mock_ll
     assert cp.returncode == 0, cp
     skr(["serve", "--stop"], home, tier_env)  # no helper: as after a break
 
-    events = claude_session(home, project, mock_llm, tier_env, SPANISH, TYPING, version)
+    events = claude_session(home, project, mock_llm, tier_env, SPANISH, version)
     starts = hook_outputs(events, "SessionStart")
     prompts = hook_outputs(events, "UserPromptSubmit")
     assert len(prompts) == 1, diag(events, home)
@@ -158,14 +180,15 @@ def warmed_by_a_real_session(home: Path, runner: str) -> bool:
 
 def first_prompt_after_typing(settings: Path, prompt_event: str, runner: str, home: Path, project: Path,
                               env: dict) -> str:
-    """Run the registered session-start command, wait TYPING seconds, run
+    """Run the registered session-start command, wait as a user types, run
     the registered prompt hook with the Spanish prompt; its stdout."""
     full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LC_ALL": "C.UTF-8", **env}
+    since = log_size(home)
     start = {"hook_event_name": "SessionStart", "source": "startup", "cwd": str(project), "session_id": "w1"}
     cp = subprocess.run(["sh", "-c", registered(settings, "SessionStart", "warm")], input=json.dumps(start),
                         env=full, cwd=str(project), capture_output=True, text=True, timeout=30)
     assert (cp.returncode, cp.stdout, cp.stderr) == (0, "", ""), cp
-    time.sleep(TYPING)
+    typed_after_warm_up(home, since)
     ask = {"hook_event_name": prompt_event, "prompt": SPANISH, "cwd": str(project), "session_id": "w1"}
     cp = subprocess.run(["sh", "-c", registered(settings, prompt_event, "hook")], input=json.dumps(ask),
                         env=full, cwd=str(project), capture_output=True, text=True, timeout=30)
