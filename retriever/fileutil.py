@@ -107,15 +107,24 @@ def prune_backups(path, keep=BACKUPS_KEPT):
                 pass
 
 
-class Unchanged(Exception):
-    """The file was left unchanged; the message says why, in one line."""
+class Refused(Exception):
+    """The one refusal of every installer: the file was left unchanged;
+    the message says why, in one line, and ``hint`` (also in the message,
+    after " - ", when given apart) what the user can do.  Its subclasses
+    only name the cause; callers catch this class."""
+
+    def __init__(self, message="", hint=None):
+        super().__init__("%s - %s" % (message, hint) if hint else message)
+        self.hint = hint if hint else (str(message).split(" - ", 1)[1] if " - " in str(message) else None)
 
 
-class ReadOnly(Unchanged):
+
+
+class ReadOnly(Refused):
     """The file exists and its owner may not write it: left unchanged."""
 
 
-class NotAFile(Unchanged):
+class NotAFile(Refused):
     """The path names a FIFO, a folder, a device or a socket, not a file:
     reading a FIFO would wait forever, so it is never opened."""
 
@@ -127,7 +136,7 @@ def _kind(mode):
             "a socket" if stat.S_ISSOCK(mode) else "a device")
 
 
-class InTheWay(Unchanged):
+class InTheWay(Refused):
     """A file (a FIFO, a symlink loop) stands where a folder above the
     path should be, so the path cannot be there: left unchanged."""
 
@@ -409,7 +418,7 @@ def read_bytes(path):
         os.close(fd)
 
 
-class Unreadable(Unchanged):
+class Unreadable(Refused):
     """A file that is there but cannot be read as text: a FIFO, a folder,
     a device or a socket, a symlink loop, no permission, or bytes that are
     not UTF-8.  The message is one line naming the file."""
@@ -445,7 +454,7 @@ def read_text(path, errors="strict"):
 # ---------------------------------------------------- read-modify-write
 
 
-class Busy(Unchanged):
+class Busy(Refused):
     """The file could not be updated: another program kept it locked or
     kept changing it.  The message is one line."""
 

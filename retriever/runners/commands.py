@@ -186,6 +186,6 @@ def run_one(args):
                 code = mcp_config.install(args.runner, args.project, args.dry_run,
                                           force=getattr(args, "force", False))
             return code
-    except (OSError, fileutil.Unchanged) as exc:  # the lock itself: no state folder, or held
+    except (OSError, fileutil.Refused) as exc:  # the lock itself: no state folder, or held
         sys.stderr.write("skill-retrieve: %s: %s\n" % (command, exc))
         return 1

@@ -25,8 +25,8 @@ PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT
 
 
-class HermesInstallError(Exception):
-    """Install or uninstall refused; the message is one line for the user."""
+class HermesInstallError(fileutil.Refused):
+    """Install or uninstall of the Hermes plugin refused (``fileutil.Refused``)."""
 
 
 # ------------------------------------------------------------------ paths

@@ -26,12 +26,9 @@ BIN = os.path.join(REPO, "bin", "skill-retrieve")
 MAIN = os.path.join(REPO, "retriever", "__main__.py")
 
 from retriever import fileutil
-from retriever.fileutil import Unchanged
+# The one refusal of every installer (a file it leaves unchanged, and why).
+from retriever.fileutil import Refused
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
-
-
-class Refused(Exception):
-    """The settings file cannot be changed safely; the message says why."""
 
 
 # ------------------------------------------------------------- interpreter
@@ -232,7 +229,7 @@ def _drop(groups, slots, keep_first=False):
         del groups[gi]
 
 
-class Edited(Exception):
+class Edited(Refused):
     """Our entry (or a plugin file of ours, ``listing``) was changed by the
     user; install keeps it (``--force`` replaces it).  The message names
     the difference in one line."""
@@ -461,7 +458,7 @@ def _restorable(runner, path, raw, rec, notes):
         return None
     try:
         before = fileutil.backup_before(rec, raw)
-    except (OSError, Unchanged) as exc:
+    except (OSError, Refused) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
         notes["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
                            "the hook is taken out of it instead\n" % (runner, path, rec["backup"], why))
@@ -704,7 +701,7 @@ def _hermes(command, dry_run, out):
         return 0
     try:
         msg = (hermes_install.install if command == "install" else hermes_install.uninstall)(home)
-    except (hermes_install.HermesInstallError, Refused, Unchanged) as exc:
+    except Refused as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     if isinstance(msg, int):
@@ -748,7 +745,7 @@ def run(args):
         if command == "uninstall":
             return uninstall(runner, args.project, args.dry_run)
         return install(runner, args.project, args.dry_run, force=getattr(args, "force", False))
-    except (Refused, Unchanged) as exc:
+    except Refused as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     except OSError as exc:

@@ -77,7 +77,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True, f
         # stays as it was, and the line says how to finish by hand.
         out.write("%s: names only not set: %s\n" % (runner, exc))
         return 0
-    except (Refused, fileutil.Unchanged, OSError) as exc:
+    except (Refused, OSError) as exc:
         if not mod.LISTING:
             sys.stderr.write("skill-retrieve: Cline plugin not written: %s\n" % exc)
         else:
@@ -95,7 +95,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     try:
         with changes.locked(dry_run):
             return mod.uninstall(project, out, dry_run)
-    except (Refused, fileutil.Unchanged, OSError) as exc:
+    except (Refused, OSError) as exc:
         if not mod.LISTING:
             sys.stderr.write("skill-retrieve: Cline plugin left in place: %s\n" % exc)
         else:

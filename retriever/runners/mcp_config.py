@@ -323,7 +323,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, force=False, py
         out.write("%s: kept your edited MCP server entry in %s (%s); `skill-retrieve install %s --force` "
                   "replaces it\n" % (runner, config_path(runner, project), exc, runner))
         return 0
-    except (hooks.Refused, fileutil.Unchanged, OSError) as exc:
+    except (hooks.Refused, OSError) as exc:
         return _failed(exc)
     if dry_run:
         return 0
@@ -393,7 +393,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
             said = _uninstall_file(path, key, unplan, dry_run, out)
             if said and key == RECORD + runner:
                 out.write("%s: removed the MCP server%s\n" % (runner, said))
-    except (hooks.Refused, fileutil.Unchanged, OSError) as exc:
+    except (hooks.Refused, OSError) as exc:
         return _failed(exc)
     return 0
 
@@ -413,7 +413,7 @@ def _uninstall_file(path, key, unplan, dry_run, out):
             return None
         try:
             before = fileutil.backup_before(rec, raw)
-        except (OSError, fileutil.Unchanged):
+        except (OSError, hooks.Refused):
             before = None
         if before is not None:
             return before.decode("utf-8", "surrogateescape")
@@ -450,7 +450,7 @@ def registered(runner, project=None):
     path = config_path(runner, project if runner in PROJECT_FILES else None)
     try:
         raw = fileutil.read_bytes(path)
-    except (OSError, fileutil.Unchanged):
+    except (OSError, hooks.Refused):
         return path, None, None
     if raw is None:
         return path, None, None
