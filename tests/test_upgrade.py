@@ -1,7 +1,8 @@
 """An install made by the version before ``changes.json`` (three records in
 the state folder: created.json, installed.json, listing.json) is
 uninstalled exactly by this one: the user's files come back byte for byte,
-and their own edits since install are kept.
+their own edits since install are kept, and the old records are migrated
+into the one record, then removed.
 
 The old state is ``tests/data/upgrade_state.json``, written by a real
 install of that version (``tests/data/make_upgrade_state.py``), rebuilt
@@ -84,6 +85,9 @@ def test_an_older_install_is_uninstalled_byte_for_byte(cli, old_install):
     for path, text in before.items():
         assert _read(path) == text, path
     assert not os.path.exists(os.path.join(home, ".codex", "hooks.json"))  # install had created it
+    for name in OLD_RECORDS:
+        assert not os.path.exists(os.path.join(state, name)), name
+    assert json.loads(_read(os.path.join(state, "changes.json"))) == {}
 
 
 def test_an_older_install_keeps_the_users_edits_on_uninstall(cli, old_install):
@@ -103,3 +107,5 @@ def test_an_older_install_keeps_the_users_edits_on_uninstall(cli, old_install):
     for path, text in expect.items():
         assert _read(path) == text, path
     assert not os.path.exists(os.path.join(home, ".codex", "hooks.json"))
+    for name in OLD_RECORDS:
+        assert not os.path.exists(os.path.join(state, name)), name

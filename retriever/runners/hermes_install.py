@@ -20,6 +20,7 @@ import os
 import shutil
 
 from retriever import fileutil
+from retriever.runners import record
 
 PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT
@@ -278,13 +279,12 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
     Returns a short description of what happened.  Writes only when
     something changes, after a timestamped backup of the old file, under
     the installers' lock and only if nobody wrote the file meanwhile
-    (``fileutil.update``).
+    (``record.change``).
     """
     notes = {}
     real = os.path.realpath(config_path)
 
     def change(raw):
-        notes["made"] = fileutil.missing_parents(real) if raw is None else None
         try:
             text = "" if raw is None else raw.decode("utf-8-sig")
         except UnicodeDecodeError:
@@ -297,7 +297,7 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
         exact = None if enable else _restorable(real, raw)
         if exact is not None:
             return exact  # the file as it was before install, byte for byte
-        if not enable and fileutil.created().get(real) is not None and want in ({}, {"plugins": {"enabled": []}}):
+        if not enable and record.created_folders(real) is not None and want in ({}, {"plugins": {"enabled": []}}):
             return fileutil.DELETE  # install created the file; nothing else was put in since
         new = _edited(text, want, name, enable)
         if new is None:
@@ -306,19 +306,16 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
         return new
 
     with fileutil.install_lock():
-        raw, new, saved = fileutil.update(config_path, change)
+        raw, new, saved = record.change(config_path, change)
         if new is None:
             return "%s already %s in %s" % (name, "enabled" if enable else "not enabled", config_path)
-        if raw is None:
-            fileutil.note_created(real, notes["made"])
-        elif enable:
+        if raw is not None and enable:
             # What install wrote, and where the file before it is: uninstall
             # puts that back when nobody changed the file since.
-            fileutil.note_installed(real, "hermes", {"backup": saved, "after": fileutil.digest(new)})
-        else:
-            fileutil.forget_installed(real, "hermes")
-        if new is fileutil.DELETE:
-            fileutil.remove_folders(fileutil.forget_created(real))
+            record.set_entry(real, "hermes", {"backup": saved, "after": fileutil.digest(new)})
+        elif raw is not None:
+            record.forget(real, "hermes")
+        if new is fileutil.DELETE:  # the folders made for it gone too (record.change)
             return "removed %s from %s, which install had created: deleted it" % (name, config_path)
     what = "enabled %s in %s" % (name, config_path) if enable else \
         "removed %s from plugins.enabled in %s" % (name, config_path)
@@ -331,7 +328,7 @@ def _restorable(real, raw):
     # ``plugins:`` section that removing our name alone would leave behind
     # as ``enabled: []``).  Else None: our name is taken out by an edit.
     try:
-        before = fileutil.backup_before(fileutil.installed(real, "hermes"), raw)
+        before = record.backup_before(record.entry(real, "hermes"), raw)
         if before is None:
             return None
         text = before.decode("utf-8")
@@ -419,7 +416,7 @@ def install(hermes_home, mode="link"):
         if made:
             # So uninstall can take them away again (a reinstall makes none
             # and keeps this record).
-            fileutil.note_created(dest, made)
+            record.note_created(dest, made)
         enabled = set_enabled(config, True)
     # Hermes not installed yet: its home is ours to announce, not a quiet
     # side effect (uninstall removes it again while nothing else is in it).
@@ -459,5 +456,5 @@ def _uninstall(hermes_home):
         # The folders install made for the plugin, while empty: after the
         # config install created, so the Hermes home goes too when nothing
         # else is in it.
-        fileutil.remove_folders(fileutil.forget_created(dest))
+        fileutil.remove_folders(record.forget_created(dest))
     return removed

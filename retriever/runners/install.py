@@ -26,6 +26,7 @@ BIN = os.path.join(REPO, "bin", "skill-retrieve")
 MAIN = os.path.join(REPO, "retriever", "__main__.py")
 
 from retriever import fileutil
+from retriever.runners import record
 # The one refusal of every installer (a file it leaves unchanged, and why).
 from retriever.fileutil import Refused
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
@@ -457,7 +458,7 @@ def _restorable(runner, path, raw, rec, notes):
     if kind(runner) != "json":
         return None
     try:
-        before = fileutil.backup_before(rec, raw)
+        before = record.backup_before(rec, raw)
     except (OSError, Refused) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
         notes["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
@@ -513,43 +514,37 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     """Register the hook; returns the exit code.
 
     The settings file is merged under the installers' lock and replaced
-    only if nobody wrote it meanwhile (``fileutil.update``).  A file that
+    only if nobody wrote it meanwhile (``record.change``).  A file that
     did not exist is recorded as created (at the link's target when the
     path is a dotfiles symlink), so uninstall can take it away again.
     """
     path = settings_path(runner, project)
     command = command or hook_command(runner)
     real = os.path.realpath(path)
-    made = []
     mode = 0o644
     keys = []
 
     def change(raw):
-        nonlocal made, mode
-        old = _text(raw, path)
+        nonlocal mode
         del keys[:]
-        new, mode = plan_install(runner, path, command, force, old, keys)
-        made = fileutil.missing_parents(real) if old is None else None
+        new, mode = plan_install(runner, path, command, force, _text(raw, path), keys)
         return new
 
     if dry_run:  # the real run's change, written nowhere
         try:
-            _, new, _ = fileutil.update(path, change, dry_run=True)
+            _, new, _ = record.change(path, change, dry_run=True)
         except Edited as exc:
             return _kept(runner, path, str(exc), out)
         out.write("%s: already installed in %s\n" % (runner, path) if new is None else fileutil.would(path, new))
         return 0
     with fileutil.install_lock():
         try:
-            raw, new, saved = fileutil.update(path, change)
+            raw, new, saved = record.change(path, change)
         except Edited as exc:
             return _kept(runner, path, str(exc), out)
         if new is None:
             out.write("%s: already installed in %s\n" % (runner, path))
             return 0
-        if raw is None:
-            # Uninstall restores what was there: nothing.
-            fileutil.note_created(real, made)
         _note(runner, real, raw, new, saved, keys, command)
         if mode & 0o111:
             os.chmod(real, os.stat(real).st_mode | 0o111)
@@ -572,17 +567,9 @@ def _note(runner, real, raw, new, saved, keys, command):
     # changed since, the byte-exact restore is off (the backup no longer
     # says what to go back to); over a file without our hook, the old
     # record is dropped.
-    prev = fileutil.installed(real, runner)
-    if prev and (raw is None or _our_command(runner, _text(raw, real)) is None):
-        prev = None  # our hook was gone (taken out by hand): this install starts afresh
-    if prev and fileutil.as_installed(prev, raw):
-        rec = dict(prev, made=sorted(set(prev.get("made") or ()) | set(keys)))
-    else:
-        rec = {"made": sorted(set((prev or {}).get("made") or ()) | set(keys)),
-               "backup": None if prev else saved}
-    rec["after"] = fileutil.digest(new)
-    rec["command"] = fileutil.digest(command)
-    fileutil.note_installed(real, runner, rec)
+    # Our hook gone (taken out by hand): this install starts afresh.
+    fresh = raw is None or _our_command(runner, _text(raw, real)) is None
+    record.note(real, runner, raw, new, saved, made=keys, fresh=fresh, command=fileutil.digest(command))
 
 
 def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
@@ -599,7 +586,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 
     def change(raw):
         old = _text(raw, path)
-        rec = fileutil.installed(real, runner)
+        rec = record.entry(real, runner)
         # Containers install did not add stay, even empty (no record: an
         # older install; the emptied ones go, as they always did).
         keep = () if rec is None else tuple(k for k in ("hooks", "event", "start")
@@ -613,7 +600,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         if exact is not None:
             state["made"] = None
             return exact
-        made = fileutil.created_folders(path)
+        made = record.created_folders(path)
         state["made"] = made
         if new == "" and linked and made is None:
             raise Refused("%s links to %s, which holds only skill-retrieve's hook and was there "
@@ -628,14 +615,14 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         # The real run's change (byte-exact restore, a created file deleted,
         # containers kept), written nowhere: the dry run shows what
         # uninstall will write.
-        _, new, _ = fileutil.update(path, change, dry_run=True)
+        _, new, _ = record.change(path, change, dry_run=True)
         out.write(state.get("backup", ""))
         if new is not None:
             out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
             return 0
     else:
         with fileutil.install_lock():
-            _, new, saved = fileutil.update(path, change)
+            _, new, saved = record.change(path, change)
             out.write(state.get("backup", ""))
             if new is not None:
                 return _uninstalled(runner, path, real, new, saved, state.get("made"), out)
@@ -651,10 +638,9 @@ def _uninstalled(runner, path, real, new, saved, made, out):
     # folders install made for a file it deleted, and say what happened.
     if saved:  # none when the bytes were this command's own (fileutil.update)
         out.write("backed up %s to %s\n" % (path, saved))
-    fileutil.forget_created(path)  # at the target, and as an older version keyed a link: by its own path
-    fileutil.forget_installed(real, runner)
-    if new is fileutil.DELETE:
-        fileutil.remove_folders(made)
+    record.forget_created(path)  # the file is kept: whoever put the rest in it owns it now
+    record.forget(real, runner)
+    if new is fileutil.DELETE:  # and the folders made for it gone with it (record.change)
         shown = path if real == os.path.abspath(path) else "%s (the target of %s)" % (real, path)
         out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, shown)
                   if made is not None else "removed the %s hook: deleted %s\n" % (runner, shown))

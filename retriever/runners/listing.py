@@ -44,11 +44,6 @@ MODULES = {
 RUNNERS = tuple(name for name, mod in MODULES.items() if mod.LISTING)
 
 
-def load_state():
-    """``{"<runner> <file>": record}``: what install added, per file."""
-    return changes.load_state()
-
-
 def covered(runner, cwd=None):
     """``(names the switch covers, [(name, reason)] still listed in full)``
     for the skills ``runner`` reads from ``cwd``."""
