@@ -697,10 +697,9 @@ def _records(report):
         _finding(report, "warn", "%s; the folders named with `skill-retrieve roots add` are not used" % problem,
                  "move it away, then `skill-retrieve roots add DIR` again")
     for problem in record.problems():
-        if problem:
-            _finding(report, "warn", "%s; skill-retrieve's record of what install changed is ignored, so "
-                     "uninstall may leave entries of ours behind" % problem,
-                     "move it away; the next `skill-retrieve install RUNNER` writes it again")
+        _finding(report, "warn", "%s; skill-retrieve's record of what install changed is ignored, so "
+                 "uninstall may leave entries of ours behind" % problem,
+                 "move it away; the next `skill-retrieve install RUNNER` writes it again")
 
 
 def _skill_set_files(report, selected):
