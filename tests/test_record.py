@@ -131,5 +131,5 @@ def test_a_file_change_created_is_recorded_and_undo_deletes_it_with_its_folders(
         raw, new, saved = record.change(str(path), lambda raw: "x = 1\n")
         record.note(str(path), "demo", raw, new, saved)
     assert record.created_folders(str(path)) == [str(path.parent), str(path.parent.parent)]
-    record.undo(str(path), "demo", lambda raw, rec: "", empty=lambda new: not new.strip())
+    record.undo(str(path), "demo", lambda raw, rec: "", settle=record.created_and(str(path), lambda new: not new.strip()))
     assert not (tmp_path / "home" / "new").exists() and record.load() == {}

@@ -71,12 +71,15 @@ def write(path, plan, out, dry_run, wait=None):
     program's edit made meanwhile, and a file install creates recorded
     (deleting one removes the folders made for it).  A dry run runs
     ``plan`` the same way and prints the outcome instead."""
-    raw, new, saved = record.change(path, lambda raw: plan(_decode(raw, path)), dry_run=dry_run, wait=wait)
-    if dry_run:
-        if new is not None:
-            out.write(fileutil.would(path, new))
-        return new
-    if saved:
+    _, new, saved = record.change(path, lambda raw: plan(_decode(raw, path)), dry_run=dry_run, wait=wait)
+    return _told(path, new, saved, out, dry_run)
+
+
+def _told(path, new, saved, out, dry_run):
+    # Say what a write did (its backup) or, in a dry run, would do; ``new``.
+    if dry_run and new is not None:
+        out.write(fileutil.would(path, new))
+    elif saved:
         out.write("backed up %s to %s\n" % (path, saved))
     return new
 
@@ -112,14 +115,16 @@ def covered(roots, uncovered=()):
 
 
 def undo(runner, path, unedit, out, dry_run, said):
-    """Take out of ``path`` what install added for ``runner``:
-    ``unedit(text, record)`` gives the new text, None (nothing to take
-    out) or ``fileutil.DELETE``; then the record is forgotten and ``said``
-    (%s: the path) says so.  Nothing recorded: nothing to do.  Returns 0."""
-    rec = record_of(runner, path)
-    if not rec:
+    """Take out of ``path`` what install added for ``runner``
+    (``record.undo``): ``unedit(text, record)`` gives the new text, None
+    (nothing to take out) or ``fileutil.DELETE``; then the record is
+    forgotten and ``said`` (%s: the path) says so.  Nothing recorded:
+    nothing to do.  Returns 0."""
+    if not record_of(runner, path):
         return 0
-    write(path, lambda old: None if old is None else unedit(old, rec), out, dry_run)
+    _, new, saved, _ = record.undo(path, "listing " + runner, lambda raw, rec: None if raw is None else
+                                   unedit(_decode(raw, path), rec or {}), dry_run, exact=False)
+    _told(path, new, saved, out, dry_run)
     if not dry_run:
         forget(runner, path)
         out.write(said % path)

@@ -284,37 +284,40 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
     notes = {}
     real = os.path.realpath(config_path)
 
-    def change(raw):
+    def change(raw, rec=None):
         try:
             text = "" if raw is None else raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise HermesInstallError("%s is not UTF-8 text; fix it first, nothing was changed" % config_path)
         data = parse_config(text, config_path)
-        want = _wanted(data, name, enable)
+        want = notes["want"] = _wanted(data, name, enable)
         if want == data:
             return None
-        notes["note"] = ""
-        exact = None if enable else _restorable(real, raw)
-        if exact is not None:
-            return exact  # the file as it was before install, byte for byte
-        if not enable and record.created_folders(real) is not None and want in ({}, {"plugins": {"enabled": []}}):
-            return fileutil.DELETE  # install created the file; nothing else was put in since
         new = _edited(text, want, name, enable)
-        if new is None:
-            new = _yaml().safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
-            notes["note"] = " (re-written: comments were not kept)"
+        notes["note"] = "" if new is not None else " (re-written: comments were not kept)"
+        return new or _yaml().safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+    def exact(text):
+        # The file as it was before install, byte for byte (``record.undo``).
+        notes["note"] = ""
+        return _restorable(real, text)
+
+    def settle(new):
+        if record.created_folders(real) is not None and notes["want"] in ({}, {"plugins": {"enabled": []}}):
+            return fileutil.DELETE  # install created the file; nothing else was put in since
         return new
 
     with fileutil.install_lock():
-        raw, new, saved = record.change(config_path, change)
+        if enable:
+            raw, new, saved = record.change(config_path, change)
+        else:
+            raw, new, saved, _ = record.undo(config_path, "hermes", change, exact=exact, settle=settle)
         if new is None:
             return "%s already %s in %s" % (name, "enabled" if enable else "not enabled", config_path)
         if raw is not None and enable:
             # What install wrote, and where the file before it is: uninstall
             # puts that back when nobody changed the file since.
             record.set_entry(real, "hermes", {"backup": saved, "after": fileutil.digest(new)})
-        elif raw is not None:
-            record.forget(real, "hermes")
         if new is fileutil.DELETE:  # the folders made for it gone too (record.change)
             return "removed %s from %s, which install had created: deleted it" % (name, config_path)
     what = "enabled %s in %s" % (name, config_path) if enable else \
@@ -322,23 +325,20 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
     return what + notes["note"] + ("; backup %s" % saved if saved else "")
 
 
-def _restorable(real, raw):
-    # The config as it was before install, when uninstall can put it back
-    # exactly: the file is what install wrote (install added a
-    # ``plugins:`` section that removing our name alone would leave behind
-    # as ``enabled: []``).  Else None: our name is taken out by an edit.
+def _restorable(real, text):
+    # Whether uninstall may put back ``text``, the config before install
+    # (the file is what install wrote: install added a ``plugins:``
+    # section that removing our name alone would leave behind as
+    # ``enabled: []``).  Not when install also took our name out of
+    # plugins.disabled: putting that back would undo the user's own
+    # choice to enable it, so our name is taken out by an edit instead.
     try:
-        before = record.backup_before(record.entry(real, "hermes"), raw)
-        if before is None:
-            return None
-        text = before.decode("utf-8")
+        text.encode("utf-8")
         plugins = parse_config(text.lstrip("\ufeff"), real).get("plugins")
-    except Exception:  # the backup gone, unreadable or not text: edit instead
-        return None
-    # Install also took our name out of plugins.disabled: putting that back
-    # would undo the user's own choice to enable it, so edit instead.
+    except Exception:  # not text, not YAML: edit instead
+        return False
     disabled = plugins.get("disabled") if isinstance(plugins, dict) else None
-    return None if isinstance(disabled, list) and PLUGIN_NAME in disabled else text
+    return not (isinstance(disabled, list) and PLUGIN_NAME in disabled)
 
 
 def _edited(text, want, name, enable):

@@ -16,6 +16,7 @@ there it is the package's ``__main__.py``.
 Cold path: imports freely.
 """
 
+import contextlib
 import json
 import os
 import shlex
@@ -448,31 +449,17 @@ def _script_without_ours(runner, path, text):
     return "" if all(not l.strip() or l.startswith("#!") for l in keep) else rest
 
 
-def _restorable(runner, path, raw, rec, notes):
-    # The text install found, when uninstall can put it back byte for byte:
-    # the file is exactly what install wrote, and its backup (the file
-    # before) holds no hook of ours.  Else None (the hook is taken out).
-    # A backup that cannot be read (no permission, a FIFO or a folder in
-    # its place) is no reason to stop: the hook is taken out as without
-    # one, and ``notes["backup"]`` says so in one line.
-    if kind(runner) != "json":
-        return None
+def _restorable(runner, path, text):
+    # Whether uninstall may put back ``text``, the backup of the file
+    # before install (``record.undo`` found the file as install wrote it):
+    # only when it holds no hook of ours.
     try:
-        before = record.backup_before(rec, raw)
-    except (OSError, Refused) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
-        notes["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
-                           "the hook is taken out of it instead\n" % (runner, path, rec["backup"], why))
-        return None
-    if before is None:  # not as install wrote it, no backup, or the backup gone
-        return None
-    try:
-        text = before.decode("utf-8")
+        text.encode("utf-8")
         groups = _groups(parse_settings(text.lstrip("\ufeff"), path), RECORDS[runner]["event"], path,
                          create=False)
-    except (UnicodeDecodeError, Refused):
-        return None
-    return None if groups and _our_slots(groups, runner) else text
+    except (UnicodeEncodeError, Refused):
+        return False
+    return not (groups and _our_slots(groups, runner))
 
 
 def _kept(runner, path, diff, out):
@@ -584,9 +571,8 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     linked = os.path.islink(path)
     state = {}
 
-    def change(raw):
+    def unplan(raw, rec):
         old = _text(raw, path)
-        rec = record.entry(real, runner)
         # Containers install did not add stay, even empty (no record: an
         # older install; the emptied ones go, as they always did).
         keep = () if rec is None else tuple(k for k in ("hooks", "event", "start")
@@ -594,14 +580,16 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         new = plan_uninstall(runner, path, old, keep)
         state.clear()
         state.update(old=old, new=new)
-        if new is None:
-            return None
-        exact = _restorable(runner, path, raw, rec, state)
-        if exact is not None:
-            state["made"] = None
-            return exact
-        made = record.created_folders(path)
-        state["made"] = made
+        return new
+
+    def unreadable(exc, rec):
+        # No reason to stop: the hook is taken out as without a backup.
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
+        state["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
+                           "the hook is taken out of it instead\n" % (runner, path, rec["backup"], why))
+
+    def settle(new):
+        made = state["made"] = record.created_folders(path)
         if new == "" and linked and made is None:
             raise Refused("%s links to %s, which holds only skill-retrieve's hook and was there "
                           "before install; left both in place - delete them yourself" % (path, real))
@@ -611,21 +599,17 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
             return fileutil.DELETE
         return new
 
-    if dry_run:
-        # The real run's change (byte-exact restore, a created file deleted,
-        # containers kept), written nowhere: the dry run shows what
-        # uninstall will write.
-        _, new, _ = record.change(path, change, dry_run=True)
+    exact = (lambda text: _restorable(runner, path, text)) if kind(runner) == "json" else False
+    with contextlib.nullcontext() if dry_run else fileutil.install_lock():
+        # The real run's change (byte-exact restore, a created file
+        # deleted, containers kept); a dry run writes it nowhere.
+        _, new, saved, _ = record.undo(path, runner, unplan, dry_run, exact, settle, unreadable)
         out.write(state.get("backup", ""))
-        if new is not None:
+        if new is not None and dry_run:
             out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
             return 0
-    else:
-        with fileutil.install_lock():
-            _, new, saved = record.change(path, change)
-            out.write(state.get("backup", ""))
-            if new is not None:
-                return _uninstalled(runner, path, real, new, saved, state.get("made"), out)
+        if new is not None:
+            return _uninstalled(runner, path, real, new, saved, state.get("made"), out)
     if kind(runner) == "script" and state.get("old") is not None:
         out.write("%s is not skill-retrieve's hook; left unchanged\n" % path)
     else:
@@ -634,12 +618,12 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 
 
 def _uninstalled(runner, path, real, new, saved, made, out):
-    # After uninstall's write: drop the created record, remove the
-    # folders install made for a file it deleted, and say what happened.
+    # After uninstall's write (``record.undo`` forgot its entry): drop the
+    # created record, and say what happened (``made``: the folders made for
+    # a file install created).
     if saved:  # none when the bytes were this command's own (fileutil.update)
         out.write("backed up %s to %s\n" % (path, saved))
-    record.forget_created(path)  # the file is kept: whoever put the rest in it owns it now
-    record.forget(real, runner)
+    record.forget_created(path)  # a file kept: whoever put the rest in it owns it now
     if new is fileutil.DELETE:  # and the folders made for it gone with it (record.change)
         shown = path if real == os.path.abspath(path) else "%s (the target of %s)" % (real, path)
         out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, shown)

@@ -395,12 +395,12 @@ def _uninstall_file(path, key, unplan, dry_run, out):
     # when untouched).
     def unplanned(raw, rec):
         text = hooks._text(raw, path)
-        return None if text is None else unplan(text, rec.get("made") or ())
+        return None if text is None else unplan(text, (rec or {}).get("made") or ())
 
     def empty(new):
         return not new.strip() or (not path.endswith(".toml") and json.loads(new) == {})
 
-    _, new, saved, _ = record.undo(path, key, unplanned, dry_run=dry_run, empty=empty)
+    _, new, saved, _ = record.undo(path, key, unplanned, dry_run=dry_run, settle=record.created_and(path, empty))
     if dry_run:
         if new is not None:
             out.write("would change %s\n%s" % (path, fileutil.would(path, new)))

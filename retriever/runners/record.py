@@ -276,39 +276,49 @@ def change(path, plan, dry_run=False, wait=None):
     return raw, new, saved
 
 
-def undo(path, name, unplan, dry_run=False, exact=None, empty=None, wait=None):
+def undo(path, name, unplan, dry_run=False, exact=None, settle=None, unreadable=None, wait=None):
     """Take out of ``path`` what the change ``name`` did, keeping the
-    user's own edits: ``unplan(raw, rec)`` gives the file without it (text,
-    None for nothing to take out, or DELETE); returns ``(raw, new, backup,
-    rec)``.  When the file still holds what that change wrote and its
-    backup can be read, the backup's bytes come back instead, byte for
-    byte (``exact(text)`` may say no: None); a file install created that
-    ``empty(new)`` finds holding nothing else is deleted.  Once the file
-    is written, the entry is forgotten."""
+    user's own edits; returns ``(raw, new, backup, rec)``.
+
+    ``unplan(raw, rec)`` (``rec`` None when nothing is recorded) gives the
+    file without the change: text, None (nothing to take out) or DELETE.
+    When the file still holds what the change wrote and its backup can be
+    read, the backup's bytes come back instead, byte for byte (``exact``,
+    given the backup's text, may say no; False: never); a backup that
+    cannot be read is no reason to stop (``unreadable(exc, rec)`` hears
+    of it).  Else ``settle(new)`` has the last word (a file install
+    created and nothing else is in: DELETE).  Once the file is written,
+    the entry is forgotten."""
     state = {}
 
     def plan(raw):
-        rec = entry(path, name) or {}
-        state["rec"] = rec
+        rec = state["rec"] = entry(path, name)
         new = unplan(raw, rec)
-        if new is None or new is fileutil.DELETE:
-            return new
-        try:
-            before = backup_before(rec, raw)
+        if new is None:
+            return None
+        if exact is not False and new is not fileutil.DELETE:
+            try:
+                before = backup_before(rec, raw)
+            except (OSError, fileutil.Refused) as exc:
+                before = None
+                if unreadable is not None:
+                    unreadable(exc, rec)
             text = None if before is None else before.decode("utf-8", "surrogateescape")
-        except (OSError, fileutil.Refused):
-            text = None
-        if text is not None and (exact is None or exact(text) is not None):
-            return text
-        if empty is not None and empty(new) and created_folders(path) is not None:
-            return fileutil.DELETE
-        return new
+            if text is not None and (exact is None or exact(text)):
+                return text
+        return new if settle is None else settle(new)
 
     with (fileutil.install_lock(wait) if not dry_run else _nothing()):
         raw, new, saved = change(path, plan, dry_run=dry_run, wait=wait)
         if not dry_run and new is not None:
             forget(path, name)
-    return raw, new, saved, state.get("rec") or None
+    return raw, new, saved, state.get("rec")
+
+
+def created_and(path, empty):
+    """A ``settle`` for ``undo``: DELETE when install created ``path`` and
+    ``empty(new)`` finds nothing else in what is left, else ``new``."""
+    return lambda new: fileutil.DELETE if empty(new) and created_folders(path) is not None else new
 
 
 def _nothing():
