@@ -203,14 +203,6 @@ def plugin_uninstall(runner, path, mark, out, dry_run, said):
     return 0
 
 
-
-def locked(dry_run):
-    """The installers' lock, held by install and uninstall from reading
-    the record to saving it; a dry run writes nothing and takes none."""
-    import contextlib
-    return contextlib.nullcontext() if dry_run else fileutil.install_lock()
-
-
 def under(env, home, var, default):
     """The folder the variable ``var`` of ``env`` names, else ``default``
     (``~`` for ``home``), absolute."""

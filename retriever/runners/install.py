@@ -16,7 +16,6 @@ there it is the package's ``__main__.py``.
 Cold path: imports freely.
 """
 
-import contextlib
 import json
 import os
 import shlex
@@ -600,7 +599,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         return new
 
     exact = (lambda text: _restorable(runner, path, text)) if kind(runner) == "json" else False
-    with contextlib.nullcontext() if dry_run else fileutil.install_lock():
+    with record.locked(dry_run):
         # The real run's change (byte-exact restore, a created file
         # deleted, containers kept); a dry run writes it nowhere.
         _, new, saved, _ = record.undo(path, runner, unplan, dry_run, exact, settle, unreadable)

@@ -30,7 +30,7 @@ import os
 import sys
 
 from retriever import fileutil
-from retriever.runners import changes, claude_code, cline, codex, gemini, opencode
+from retriever.runners import changes, claude_code, cline, codex, gemini, opencode, record
 from retriever.runners.install import Refused
 
 MODULES = {
@@ -65,7 +65,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True, f
     if mod is None or (mod.LISTING and not compact):
         return 0
     try:
-        with changes.locked(dry_run):
+        with record.locked(dry_run):
             return mod.install(project, out, dry_run, force)
     except changes.NoReader as exc:
         # Not an error of the user's files: the hook works, the listing
@@ -88,7 +88,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     if mod is None:
         return 0
     try:
-        with changes.locked(dry_run):
+        with record.locked(dry_run):
             return mod.uninstall(project, out, dry_run)
     except (Refused, OSError) as exc:
         if not mod.LISTING:

@@ -25,13 +25,14 @@ Cold path: install, uninstall, doctor, status, tokens and ``sync``; never
 the prompt hook.
 """
 
+import contextlib
 import json
 import os
 
 from retriever import fileutil
 
 NAME = "changes.json"
-# The records an older version kept: {file name: how its entries map in}.
+# The records an older version kept (``_migrated`` reads them as one).
 OLD = ("created.json", "installed.json", "listing.json")
 
 
@@ -308,7 +309,7 @@ def undo(path, name, unplan, dry_run=False, exact=None, settle=None, unreadable=
                 return text
         return new if settle is None else settle(new)
 
-    with (fileutil.install_lock(wait) if not dry_run else _nothing()):
+    with locked(dry_run, wait):
         raw, new, saved = change(path, plan, dry_run=dry_run, wait=wait)
         if not dry_run and new is not None:
             forget(path, name)
@@ -321,6 +322,7 @@ def created_and(path, empty):
     return lambda new: fileutil.DELETE if empty(new) and created_folders(path) is not None else new
 
 
-def _nothing():
-    import contextlib
-    return contextlib.nullcontext()
+def locked(dry_run, wait=None):
+    """The installers' lock, held by install and uninstall from reading
+    the record to saving it; a dry run writes nothing and takes none."""
+    return contextlib.nullcontext() if dry_run else fileutil.install_lock(wait)
