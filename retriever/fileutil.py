@@ -32,15 +32,14 @@ def backup_name(path):
 BACKUPS_KEPT = 5  # per file, besides the ones an install record names
 
 
-def backup(path, data):
+def backup(path, data, needed=()):
     """Save ``data``, the bytes read from ``path`` (not the file as it is
     now: another program may have written it since), to
     ``<state>/backups/<path with / as %>.bak-YYYYmmdd-HHMMSS`` (never
     overwriting an earlier backup), mode 0600.  Backups never go beside the
     file: a runner that runs every file in its hooks folder (Cline) would
     run a backup too.  Only the last BACKUPS_KEPT of a file are kept, and
-    those an install record needs (``prune_backups``).  Returns the
-    backup's path."""
+    those in ``needed`` (``prune_backups``).  Returns the backup's path."""
     folder = os.path.join(state_dir(), "backups")
     os.makedirs(folder, mode=0o700, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -75,7 +74,7 @@ def backup(path, data):
                 n += 1
     finally:
         os.unlink(tmp)
-    prune_backups(path)
+    prune_backups(path, needed=needed)
     return dest
 
 
@@ -86,18 +85,16 @@ def _backup_order(name, stem):
     return (parts[0], parts[1], int(parts[2]) if parts[2].isdigit() else 0, name)
 
 
-def prune_backups(path, keep=BACKUPS_KEPT):
+def prune_backups(path, keep=BACKUPS_KEPT, needed=()):
     """Delete the backups of ``path`` but the last ``keep``, and but the
-    ones an install record names (uninstall restores from them).  Never
-    raises: a backup left is only space."""
+    ones named in ``needed`` (file names: those the install record names,
+    which uninstall restores from).  Never raises: a backup left is only
+    space."""
     folder = os.path.join(state_dir(), "backups")
     stem = backup_name(path) + ".bak-"
     try:
         names = sorted((f for f in os.listdir(folder) if f.startswith(stem)), key=lambda f: _backup_order(f, stem))
-        needed = {os.path.basename(r.get("backup") or "") for recs in load_record("installed.json").values()
-                  if isinstance(recs, dict) for r in recs.values() if isinstance(r, dict)
-                  and isinstance(r.get("backup"), str)}
-    except (OSError, ValueError, AttributeError):
+    except OSError:
         return
     for f in names[:max(0, len(names) - keep)]:
         if f not in needed:
@@ -107,15 +104,24 @@ def prune_backups(path, keep=BACKUPS_KEPT):
                 pass
 
 
-class Unchanged(Exception):
-    """The file was left unchanged; the message says why, in one line."""
+class Refused(Exception):
+    """The one refusal of every installer: the file was left unchanged;
+    the message says why, in one line, and ``hint`` (also in the message,
+    after " - ", when given apart) what the user can do.  Its subclasses
+    only name the cause; callers catch this class."""
+
+    def __init__(self, message="", hint=None):
+        super().__init__("%s - %s" % (message, hint) if hint else message)
+        self.hint = hint if hint else (str(message).split(" - ", 1)[1] if " - " in str(message) else None)
 
 
-class ReadOnly(Unchanged):
+
+
+class ReadOnly(Refused):
     """The file exists and its owner may not write it: left unchanged."""
 
 
-class NotAFile(Unchanged):
+class NotAFile(Refused):
     """The path names a FIFO, a folder, a device or a socket, not a file:
     reading a FIFO would wait forever, so it is never opened."""
 
@@ -127,7 +133,7 @@ def _kind(mode):
             "a socket" if stat.S_ISSOCK(mode) else "a device")
 
 
-class InTheWay(Unchanged):
+class InTheWay(Refused):
     """A file (a FIFO, a symlink loop) stands where a folder above the
     path should be, so the path cannot be there: left unchanged."""
 
@@ -184,83 +190,6 @@ def refuse_read_only(path):
                        "to change it" % (path, mode & 0o7777))
 
 
-def _record(name):
-    # (the record as a dict, or {}; one line naming the problem, or None).
-    import json
-    path = os.path.join(state_dir(), name)
-    try:
-        text = read_text(path)
-        data = json.loads(text) if text is not None else {}
-    except Unreadable as exc:
-        return {}, str(exc)
-    except ValueError as exc:
-        return {}, "%s is not valid JSON (%s)" % (path, exc)
-    if not isinstance(data, dict):
-        return {}, "%s does not hold a JSON object" % path
-    return data, None
-
-
-def load_record(name):
-    """One of our JSON records in the state folder (``created.json``,
-    ``listing.json`` ...): a dict, {} when missing or bad (a FIFO put in
-    its place is never opened for reading, so nothing waits on it)."""
-    return _record(name)[0]
-
-
-def record_problem(name):
-    """One line naming the record ``name`` and what is wrong with it (not
-    a file, unreadable, not UTF-8, not a JSON object), or None when it is
-    fine or missing.  For doctor: a damaged record reads as empty, so
-    what install did looks like the user's own doing."""
-    return _record(name)[1]
-
-
-def save_record(name, data):
-    """Write the record ``name`` (see ``load_record``) atomically, mode
-    0600.  Callers hold the installers' lock, so records stay whole."""
-    import json
-    write_atomic(os.path.join(state_dir(), name), json.dumps(data, indent=1, sort_keys=True) + "\n", 0o600)
-
-
-def created():
-    """``{file: [folders]}``: the files install created (none was there
-    before) and the folders it made for them, deepest first.  The one
-    record of that fact, for every installer."""
-    return load_record("created.json")
-
-
-def note_created(path, folders):
-    """Record that ``path`` (and ``folders``) did not exist before install."""
-    data = created()
-    data[os.path.abspath(path)] = list(folders)
-    save_record("created.json", data)
-
-
-def created_folders(path):
-    """The folders made for ``path`` when install created it (for a
-    symlink: its target), else None.  An older version keyed a file by
-    the path as given; that key is read too, except for a link (the link
-    was there before install, whatever the old key says)."""
-    data = created()
-    real = os.path.realpath(path)
-    if real in data:
-        return data[real]
-    return None if os.path.islink(path) else data.get(os.path.abspath(path))
-
-
-def forget_created(path):
-    """Drop the record of ``path`` (at its target and as given); returns
-    ``created_folders(path)``, None when install did not create it."""
-    folders = created_folders(path)
-    data = created()
-    keys = {os.path.realpath(path), os.path.abspath(path)} & set(data)
-    for k in keys:
-        del data[k]
-    if keys:
-        save_record("created.json", data)
-    return folders
-
-
 def remove_folders(folders):
     """Remove ``folders`` (deepest first) while they are empty: one that
     is not is someone else's now, and so are the ones above it."""
@@ -269,69 +198,6 @@ def remove_folders(folders):
             os.rmdir(d)
         except OSError:
             break
-
-
-def installed(path, runner):
-    """What install recorded about its change to ``path`` for ``runner``
-    (a dict, see ``note_installed``), or None."""
-    rec = _installed_at(load_record("installed.json"), path).get(runner)
-    return rec if isinstance(rec, dict) else None
-
-
-def _installed_at(data, path):
-    # The records of ``path`` in installed.json's ``data``: a dict, {} when
-    # missing or damaged (a list, a string there: read as no record).
-    recs = data.get(os.path.abspath(path))
-    return recs if isinstance(recs, dict) else {}
-
-
-def note_installed(path, runner, rec):
-    """Record install's change to ``path``: ``rec`` holds ``made`` (the
-    keys install added to hold its entry), ``after`` (the sha256 of the
-    text it wrote) and ``backup`` (the file before it, or None), so
-    uninstall can put back exactly what was there; ``command``, the
-    sha256 of the hook command it registered (doctor runs no other).  For
-    a file that is ours whole (the names-only plugins) ``after`` alone:
-    uninstall deletes it only as install wrote it."""
-    data = load_record("installed.json")
-    data[os.path.abspath(path)] = dict(_installed_at(data, path), **{runner: rec})
-    save_record("installed.json", data)
-
-
-def as_installed(rec, data):
-    """Whether ``data`` (the bytes or text a file holds now) is what
-    install wrote, by the digest (``after``) of ``rec``, a record of
-    ``note_installed``: True or False; None when there is no digest (no
-    record, or one an older version wrote), and the caller does what it
-    did before digests were kept.  The one test of "edited since install"
-    for every installer."""
-    after = rec.get("after") if isinstance(rec, dict) else None
-    if not after:
-        return None
-    return data is not None and digest(data) == after
-
-
-def backup_before(rec, raw):
-    """The bytes a file held before install (the backup named in ``rec``,
-    a record of ``note_installed``), when the file still holds what
-    install wrote (``raw``, ``as_installed``), so uninstall can put them
-    back byte for byte; else None.  Raises OSError or NotAFile when that
-    backup cannot be read (the caller edits the file instead)."""
-    if raw is None or not isinstance(rec, dict) or not rec.get("backup") or not as_installed(rec, raw):
-        return None
-    return read_bytes(rec["backup"])
-
-
-def forget_installed(path, runner):
-    """Drop and return the record of ``note_installed`` (or None)."""
-    data = load_record("installed.json")
-    recs = data[os.path.abspath(path)] = _installed_at(data, path)
-    rec = recs.pop(runner, None)
-    if rec is not None:
-        if not recs:
-            del data[os.path.abspath(path)]
-        save_record("installed.json", data)
-    return rec if isinstance(rec, dict) else None
 
 
 def digest(data):
@@ -409,7 +275,7 @@ def read_bytes(path):
         os.close(fd)
 
 
-class Unreadable(Unchanged):
+class Unreadable(Refused):
     """A file that is there but cannot be read as text: a FIFO, a folder,
     a device or a socket, a symlink loop, no permission, or bytes that are
     not UTF-8.  The message is one line naming the file."""
@@ -445,7 +311,7 @@ def read_text(path, errors="strict"):
 # ---------------------------------------------------- read-modify-write
 
 
-class Busy(Unchanged):
+class Busy(Refused):
     """The file could not be updated: another program kept it locked or
     kept changing it.  The message is one line."""
 
@@ -608,7 +474,7 @@ def diff(path, new):
     return "".join(out)
 
 
-def update(path, change, wait=None, dry_run=False):
+def update(path, change, wait=None, dry_run=False, needed=()):
     """Read-modify-write ``path`` safely; returns ``(old bytes or None,
     what was written: text, DELETE or None when left alone, backup path or
     None)``.
@@ -624,6 +490,8 @@ def update(path, change, wait=None, dry_run=False):
     ``change`` may raise to refuse; Busy when the file never held still,
     or when the locks stayed taken for ``wait`` seconds (default
     LOCK_WAIT).
+
+    ``needed``: backups ``prune_backups`` keeps (the install record's).
 
     ``dry_run``: the same ``change`` runs on the file (or on what an
     earlier update of the same ``planning`` would have left), and nothing
@@ -652,7 +520,7 @@ def update(path, change, wait=None, dry_run=False):
                 # command wrote a moment ago (install's and uninstall's two
                 # halves change one settings file in turn, under one lock).
                 wrote = _lock_depth.wrote
-                saved = backup(path, raw) if raw is not None and raw != wrote.get(real) else None
+                saved = backup(path, raw, needed) if raw is not None and raw != wrote.get(real) else None
                 if new is DELETE:
                     done = raw is None or _unlink_if(real, raw)
                 else:

@@ -334,8 +334,8 @@ def test_uninstall_all_removes_every_runners_install(cli, tmp_path):
     for runner in runners:
         assert "removed the %s hook" % runner in proc.stdout, (runner, proc.stdout)
     from conftest import state_home
-    left = json.loads((state_home(tmp_path) / "skill-retrieval" / "installed.json").read_text())
-    assert left == {}
+    left = json.loads((state_home(tmp_path) / "skill-retrieval" / "changes.json").read_text())
+    assert {p: f for p, f in left.items() if f.get("changes")} == {}
     assert not [p for p in before if p.exists() and "skill-retrieval" in p.name]
 
 

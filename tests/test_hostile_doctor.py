@@ -148,8 +148,8 @@ def test_doctor_probes_a_project_hook_the_user_installed(cli, cli_env, tmp_path)
     the command's digest, and doctor's live probe runs it."""
     clone, _, _, marker = _clone(tmp_path)
     assert_clean(cli("install", "codex", "--project", clone, timeout=TIMEOUT))
-    rec = json.load(open(os.path.join(cli_env["XDG_STATE_HOME"], "skill-retrieval", "installed.json")))
-    (entry,) = [v for k, v in rec.items() if k.endswith("hooks.json")]  # (config.toml: the MCP server's)
+    rec = json.load(open(os.path.join(cli_env["XDG_STATE_HOME"], "skill-retrieval", "changes.json")))
+    (entry,) = [v["changes"] for k, v in rec.items() if k.endswith("hooks.json")]  # (config.toml: the MCP server's)
     assert len(entry["codex"]["command"]) == 64
     rep = json.loads(cli("doctor", "--runner", "codex", "--format", "json", cwd=clone, timeout=TIMEOUT).stdout)
     (info,) = rep["runners"]
@@ -441,16 +441,16 @@ def test_every_process_we_start_is_accounted_for():
 
 @pytest.mark.parametrize("value", [[1], "x", None, 5], ids=["list", "string", "null", "number"])
 def test_a_wrong_type_in_the_install_record_reads_as_no_record(cli, cli_env, value):
-    """installed.json holding a list (a string, null) where a file's
+    """The install record (changes.json) holding a list (a string, null) where a file's
     records go: doctor read it as nothing only through a catch-all, and
     install and uninstall ended in "error: AttributeError: 'list' object
     has no attribute 'get'".  It reads as no record now."""
     make_skill(os.path.join(cli_env["HOME"], ".claude", "skills"), "demo", {"name": "demo", "description": "demo"})
     assert_clean(cli("install", "claude-code", timeout=TIMEOUT))
-    record = os.path.join(cli_env["XDG_STATE_HOME"], "skill-retrieval", "installed.json")
+    record = os.path.join(cli_env["XDG_STATE_HOME"], "skill-retrieval", "changes.json")
     data = json.load(open(record))
     with open(record, "w") as f:
-        json.dump({k: value for k in data}, f)
+        json.dump({k: value if i % 2 else {"changes": value, "created": value} for i, k in enumerate(data)}, f)
     doctor = cli("doctor", "--runner", "claude-code", "--no-probe", timeout=TIMEOUT)
     assert_clean(doctor, 0)
     for args in (("uninstall", "claude-code", "--dry-run"), ("install", "claude-code", "--force"),

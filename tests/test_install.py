@@ -658,11 +658,11 @@ def test_an_unreadable_backup_makes_uninstall_take_the_hook_out_instead(special,
     # The backup installed.json names cannot be read (as root, a FIFO or a
     # folder stands in for a file without read permission): uninstall
     # stopped with an error; now it edits the file, as with no backup.
-    from retriever import fileutil
+    from retriever.runners import record
     path = user_file("claude-code", home, tmp_path)
     write(path, json.dumps({"model": "opus"}))
     ok(run("install", "claude-code", "--no-compact"))
-    saved = fileutil.installed(path, "claude-code")["backup"]
+    saved = record.entry(path, "claude-code")["backup"]
     os.unlink(saved)
     os.mkfifo(saved) if special == "fifo" else os.mkdir(saved)
     for dry in (True, False):
@@ -692,11 +692,11 @@ def test_hermes_waits_for_the_installers_lock_before_touching_anything(command, 
     # install's feet.
     import threading
     from retriever import fileutil
-    from retriever.runners import hermes_install
+    from retriever.runners import hermes_install, record
     hh = tmp_path / "hermes-home"
     if command == "uninstall":
         hermes_install.install(str(hh))
-    before = (os.path.lexists(hh / "plugins" / "skill-retrieval"), fileutil.created(),
+    before = (os.path.lexists(hh / "plugins" / "skill-retrieval"), record.load(),
               os.path.exists(hh / "config.yaml") and open(hh / "config.yaml", "rb").read())
     monkeypatch.setattr(fileutil, "LOCK_WAIT", 0.3)
     held, release = threading.Event(), threading.Event()
@@ -714,7 +714,7 @@ def test_hermes_waits_for_the_installers_lock_before_touching_anything(command, 
     finally:
         release.set()
         holder.join()
-    assert (os.path.lexists(hh / "plugins" / "skill-retrieval"), fileutil.created(),
+    assert (os.path.lexists(hh / "plugins" / "skill-retrieval"), record.load(),
             os.path.exists(hh / "config.yaml") and open(hh / "config.yaml", "rb").read()) == before
 
 

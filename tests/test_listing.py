@@ -19,7 +19,7 @@ import pytest
 from conftest import apply_diff, assert_clean, backups_of, make_skill, state_home
 
 from retriever import fileutil
-from retriever.runners import cline, codex, gemini, install as inst, listing, opencode
+from retriever.runners import cline, codex, gemini, install as inst, listing, opencode, record
 
 
 @pytest.fixture
@@ -527,11 +527,11 @@ def test_a_plugin_recorded_by_an_older_version_is_replaced_and_deleted_as_before
     path = plugin_file(runner, in_process)
     assert listing.install(runner, out=io.StringIO()) == 0
     ours = read(path)
-    fileutil.forget_installed(os.path.realpath(path), runner)
+    record.forget(os.path.realpath(path), runner)
     edit_plugin(path)
     assert listing.install(runner, out=io.StringIO()) == 0
     assert read(path) == ours
-    fileutil.forget_installed(os.path.realpath(path), runner)
+    record.forget(os.path.realpath(path), runner)
     edit_plugin(path)
     assert listing.uninstall(runner, out=io.StringIO()) == 0
     assert not os.path.exists(path)
@@ -755,7 +755,7 @@ def test_uninstall_asks_one_record_whether_install_created_the_file(run, codex_h
     assert_clean(run("install", "codex"))
     assert_clean(run("uninstall", "codex"))
     assert not os.path.exists(path)  # install created it and nothing else was put in since
-    assert "config.toml" not in json.dumps(fileutil.created())
+    assert record.created_folders(path) is None
 
 
 def test_uninstall_reads_the_records_an_older_version_wrote(run, home):
@@ -771,7 +771,7 @@ def test_uninstall_reads_the_records_an_older_version_wrote(run, home):
     write(os.path.join(state, "created.json"), json.dumps({env: [os.path.dirname(env)]}))
     assert_clean(run("uninstall", "gemini"))
     assert not os.path.exists(os.path.dirname(env))
-    assert listing.load_state() == {} and fileutil.created() == {}
+    assert record.load() == {}
 
 
 @pytest.mark.skipif(__import__("shutil").which("node") is None, reason="Node.js is not installed")

@@ -152,6 +152,7 @@ def test_one_backup_line_per_file_holding_the_users_bytes(cli, cli_env):
 
 def test_backups_are_capped_but_the_one_uninstall_needs_is_kept(cli, cli_env):
     from retriever import fileutil
+    from retriever.runners import record
     make_skill(Path(cli_env["HOME"]) / ".claude" / "skills", "alpha", {"name": "alpha", "description": "A."})
     settings = _claude_settings(cli_env)
     for n in range(4):  # install and uninstall, over and over: each backs up
@@ -162,7 +163,7 @@ def test_backups_are_capped_but_the_one_uninstall_needs_is_kept(cli, cli_env):
     mine = b'{"theme": "dark"}\n'
     settings.write_bytes(mine)
     assert_clean(cli("install", "claude-code"))
-    last = [fileutil.backup(str(settings), b"%d" % n) for n in range(8)][-1]
+    last = [fileutil.backup(str(settings), b"%d" % n, record.needed_backups()) for n in range(8)][-1]
     kept = backups_of(settings)
     assert len(kept) == fileutil.BACKUPS_KEPT + 1 and last in kept
     assert mine in [Path(b).read_bytes() for b in kept]  # install's record names it

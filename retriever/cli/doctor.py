@@ -24,7 +24,7 @@ import time
 from retriever import build, discover, locate, service, skills, store
 from retriever.runners import hook as hookio
 from retriever.render import plural
-from retriever.runners import install, skillsets
+from retriever.runners import install, record, skillsets
 
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
 
@@ -239,7 +239,7 @@ def may_run(runner, path, command):
     if command == install.hook_command(runner):
         return None
     real = os.path.realpath(path)
-    rec = fileutil.installed(real, runner)
+    rec = record.entry(real, runner)
     if rec and rec.get("command") == fileutil.digest(command):
         return None
     if runner == "hermes" or real == os.path.realpath(install.settings_path(runner)):
@@ -473,10 +473,9 @@ def _as_written(runner, path, text):
     """Whether the script at ``path`` holds ``text`` exactly as install
     wrote it (its recorded digest), or as this installation writes it:
     only then may doctor run the file itself, whatever other lines it has."""
-    from retriever import fileutil
     if text == install.script(runner, install.hook_command(runner)):
         return True
-    return bool(fileutil.as_installed(fileutil.installed(os.path.realpath(path), runner), text))
+    return bool(record.as_installed(record.entry(path, runner), text))
 
 
 def check_hermes(report):
@@ -691,18 +690,16 @@ def _records(report):
     changed (a damaged one reads as empty: uninstall then leaves our
     entries, and doctor calls them the user's).  Each unreadable one is
     named in one line."""
-    from retriever import fileutil, userroots
+    from retriever import userroots
     problem = userroots.problem()
     if problem:
         # Queries skip it silently (hot path): the folders named there are lost.
         _finding(report, "warn", "%s; the folders named with `skill-retrieve roots add` are not used" % problem,
                  "move it away, then `skill-retrieve roots add DIR` again")
-    for name in ("installed.json", "listing.json", "created.json"):
-        problem = fileutil.record_problem(name)
-        if problem:
-            _finding(report, "warn", "%s; skill-retrieve's record of what install changed is ignored, so "
-                     "uninstall may leave entries of ours behind" % problem,
-                     "move it away; the next `skill-retrieve install RUNNER` writes it again")
+    for problem in record.problems():
+        _finding(report, "warn", "%s; skill-retrieve's record of what install changed is ignored, so "
+                 "uninstall may leave entries of ours behind" % problem,
+                 "move it away; the next `skill-retrieve install RUNNER` writes it again")
 
 
 def _skill_set_files(report, selected):

@@ -53,7 +53,7 @@ def run(args):
     from retriever import fileutil
     try:
         return _change(args, out)
-    except (OSError, fileutil.Unchanged) as exc:  # read-only, locked, no state folder
+    except (OSError, fileutil.Refused) as exc:  # read-only, locked, no state folder
         sys.stderr.write("skill-retrieve: roots %s: %s\n" % (args.action, exc))
         return 1
 

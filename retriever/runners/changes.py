@@ -2,16 +2,16 @@
 records of the change: one way for every runner in the table
 (``retriever.runners.listing``).
 
-Every change is recorded in our state (``listing.json``): which keys or
+Every change is recorded in the one record of what install changed
+(``retriever.runners.record``, entry ``listing <runner>``): which keys or
 lines install added, so uninstall removes exactly those and leaves the
 user's own entries (for the same keys too) alone.  A plugin file of ours
 (OpenCode's, Cline's) has the digest of what install wrote recorded
-(``fileutil.note_installed``, as the hook installer does): a copy the
-user edited since is neither replaced nor deleted.  Whether install created
-a file is recorded once, in ``fileutil.created``.  Every file is changed
-by ``fileutil.update`` (under the installers' lock, backed up, replaced
-only if it still holds what was read), and a dry run runs the very same
-change and writes nothing.
+(entry ``<runner>``, as the hook installer does): a copy the user edited
+since is neither replaced nor deleted.  Every file is changed by
+``record.change`` (under the installers' lock, backed up, replaced only if
+it still holds what was read, a file it creates recorded), and a dry run
+runs the very same change and writes nothing.
 
 Cold path: imported by install, uninstall, doctor, tokens and ``sync``.
 """
@@ -19,6 +19,7 @@ Cold path: imported by install, uninstall, doctor, tokens and ``sync``.
 import os
 
 from retriever import fileutil
+from retriever.runners import record
 # One class for every installer's refusals, and for an edited file of ours.
 from retriever.runners.install import Edited, Refused
 
@@ -32,33 +33,18 @@ class NoReader(Refused):
 
 # ------------------------------------------------------------------ state
 
-STATE = "listing.json"
-
-
-def load_state():
-    """``{"<runner> <file>": record}``: what install added, per file."""
-    return fileutil.load_record(STATE)
-
-
-def _key(runner, path):
-    return "%s %s" % (runner, os.path.abspath(path))
-
 
 def record_of(runner, path):
-    """What install added to ``path`` for ``runner`` (None: nothing)."""
-    return load_state().get(_key(runner, path))
+    """What install added to ``path`` for ``runner``'s names-only (None:
+    nothing)."""
+    return record.entry(path, "listing " + runner)
 
 
 def set_record(runner, path, rec):
     """Record ``rec`` as what install added to ``path`` for ``runner``
     (None or {}: nothing).  Called under the installers' lock, after the
     file was written."""
-    data = load_state()
-    if rec:
-        data[_key(runner, path)] = rec
-    else:
-        data.pop(_key(runner, path), None)
-    fileutil.save_record(STATE, data)
+    record.set_entry(path, "listing " + runner, rec)
 
 
 # ------------------------------------------------------------------ files
@@ -79,31 +65,22 @@ def write(path, plan, out, dry_run, wait=None):
     text, ``fileutil.DELETE`` or None (leave the file) and may raise
     Refused.  Returns what was written (or, in a dry run, would be).
 
-    ``fileutil.update`` does the writing: under the installers' lock and a
+    ``record.change`` does the writing: under the installers' lock and a
     flock on the file, the bytes read backed up, the file replaced or
-    deleted only if it still holds them, and ``plan`` run again on another
-    program's edit made meanwhile.  A dry run runs ``plan`` the same way
-    and prints the outcome instead.  A file install creates is recorded
-    (``fileutil.note_created``), and deleting one removes the folders made
-    for it."""
-    real = os.path.realpath(path)
-    made = []
+    deleted only if it still holds them, ``plan`` run again on another
+    program's edit made meanwhile, and a file install creates recorded
+    (deleting one removes the folders made for it).  A dry run runs
+    ``plan`` the same way and prints the outcome instead."""
+    _, new, saved = record.change(path, lambda raw: plan(_decode(raw, path)), dry_run=dry_run, wait=wait)
+    return _told(path, new, saved, out, dry_run)
 
-    def change(raw):
-        made[:] = fileutil.missing_parents(real) if raw is None else []
-        return plan(_decode(raw, path))
 
-    raw, new, saved = fileutil.update(path, change, wait=wait, dry_run=dry_run)
-    if dry_run:
-        if new is not None:
-            out.write(fileutil.would(path, new))
-        return new
-    if saved:
+def _told(path, new, saved, out, dry_run):
+    # Say what a write did (its backup) or, in a dry run, would do; ``new``.
+    if dry_run and new is not None:
+        out.write(fileutil.would(path, new))
+    elif saved:
         out.write("backed up %s to %s\n" % (path, saved))
-    if new is fileutil.DELETE:
-        fileutil.remove_folders(fileutil.forget_created(path))
-    elif new is not None and raw is None:
-        fileutil.note_created(real, made)
     return new
 
 
@@ -111,7 +88,7 @@ def forget(runner, path):
     """Uninstall is done with ``path``: no record of what install added,
     nor of having created it, outlives it."""
     set_record(runner, path, None)
-    fileutil.forget_created(path)
+    record.forget_created(path)
 
 
 # ------------------------------------------------------- which skills
@@ -138,14 +115,16 @@ def covered(roots, uncovered=()):
 
 
 def undo(runner, path, unedit, out, dry_run, said):
-    """Take out of ``path`` what install added for ``runner``:
-    ``unedit(text, record)`` gives the new text, None (nothing to take
-    out) or ``fileutil.DELETE``; then the record is forgotten and ``said``
-    (%s: the path) says so.  Nothing recorded: nothing to do.  Returns 0."""
-    rec = record_of(runner, path)
-    if not rec:
+    """Take out of ``path`` what install added for ``runner``
+    (``record.undo``): ``unedit(text, record)`` gives the new text, None
+    (nothing to take out) or ``fileutil.DELETE``; then the record is
+    forgotten and ``said`` (%s: the path) says so.  Nothing recorded:
+    nothing to do.  Returns 0."""
+    if not record_of(runner, path):
         return 0
-    write(path, lambda old: None if old is None else unedit(old, rec), out, dry_run)
+    _, new, saved, _ = record.undo(path, "listing " + runner, lambda raw, rec: None if raw is None else
+                                   unedit(_decode(raw, path), rec or {}), dry_run, exact=False)
+    _told(path, new, saved, out, dry_run)
     if not dry_run:
         forget(runner, path)
         out.write(said % path)
@@ -166,7 +145,7 @@ def plugin_install(runner, path, source, mark, out, dry_run, force, said):
     user edited it, and it stays ("kept", one line saying how to take ours)
     unless ``force``.  No digest (an older version's install): ours, as
     before digests were kept.  The digest of what is written is recorded
-    (``fileutil.note_installed``), the hook installer's record and rule."""
+    (``record.set_entry``), the hook installer's record and rule."""
     real = os.path.realpath(path)
 
     def plan(old):
@@ -174,7 +153,7 @@ def plugin_install(runner, path, source, mark, out, dry_run, force, said):
             return None
         if old is not None and mark not in old:
             raise Refused("%s exists and is not skill-retrieve's; left unchanged" % path)
-        if old is not None and not force and fileutil.as_installed(fileutil.installed(real, runner), old) is False:
+        if old is not None and not force and record.as_installed(record.entry(real, runner), old) is False:
             raise Edited(path)
         return source
 
@@ -184,10 +163,10 @@ def plugin_install(runner, path, source, mark, out, dry_run, force, said):
         out.write("%s: kept %s: it was edited since install; `skill-retrieve install %s --force` "
                   "replaces it with ours\n" % (runner, path, runner))
         return 0
-    if not dry_run and (new is not None or fileutil.installed(real, runner) is None):
+    if not dry_run and (new is not None or record.entry(real, runner) is None):
         # Also when it was there already: a copy an older version wrote
         # without a digest is guarded from now on.
-        fileutil.note_installed(real, runner, {"after": fileutil.digest(source)})
+        record.set_entry(real, runner, {"after": fileutil.digest(source)})
     if new is None:
         out.write(said[0] % path)
     elif not dry_run:
@@ -199,14 +178,14 @@ def plugin_uninstall(runner, path, mark, out, dry_run, said):
     """Delete our plugin file as install wrote it, and say so with the line
     ``said`` (%s: the path); one edited since install is left, with one
     line saying so.  Returns 0.  The records of it go with it (an older
-    version kept one in ``listing.json`` too); an edited copy keeps its
+    version kept a names-only entry for it too); an edited copy keeps its
     digest, so a later install leaves it too."""
     real = os.path.realpath(path)
 
     def plan(old):
         if old is None or mark not in old:
             return None
-        if fileutil.as_installed(fileutil.installed(real, runner), old) is False:
+        if record.as_installed(record.entry(real, runner), old) is False:
             raise Edited(path)
         return fileutil.DELETE
 
@@ -218,18 +197,10 @@ def plugin_uninstall(runner, path, mark, out, dry_run, said):
         return 0
     if not dry_run:
         forget(runner, path)
-        fileutil.forget_installed(real, runner)
+        record.forget(real, runner)
     if gone and not dry_run:
         out.write(said % path)
     return 0
-
-
-
-def locked(dry_run):
-    """The installers' lock, held by install and uninstall from reading
-    the record to saving it; a dry run writes nothing and takes none."""
-    import contextlib
-    return contextlib.nullcontext() if dry_run else fileutil.install_lock()
 
 
 def under(env, home, var, default):

@@ -304,7 +304,7 @@ def cost(covered_recs, other_recs, window):
     from retriever.runners import install as inst
     try:
         settings = inst.parse_settings(fileutil.read_text(target()) or "", target())
-    except (Refused, fileutil.Unchanged):
+    except Refused:
         settings = {}
     cap = changes.number(settings.get("skillListingMaxDescChars"), CLAUDE_DESC_MAX, int)
     frac = changes.number(settings.get("skillListingBudgetFraction"), CLAUDE_FRACTION)

@@ -11,7 +11,7 @@ import os
 import re
 
 from retriever import fileutil
-from retriever.runners import changes, skillsets
+from retriever.runners import changes, record, skillsets
 from retriever.runners.install import Refused
 
 NAME = "codex"
@@ -166,7 +166,7 @@ def uninstall(project, out, dry_run):
 
     def unedit(old, rec):
         new = codex_unedit(old, rec, path)
-        if not new.strip() and fileutil.created_folders(path) is not None:
+        if not new.strip() and record.created_folders(path) is not None:
             return fileutil.DELETE  # install created it; nothing else was put in since
         return new if new != old else None
 

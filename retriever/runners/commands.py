@@ -84,15 +84,15 @@ def _state_dir():
 
 def installs_left():
     """The runners that still have an install of ours: a recorded install
-    whose file is still there (``fileutil.note_installed``), or the Hermes
-    plugin in its place."""
+    whose file is still there (``record.entries``), or the Hermes plugin
+    in its place."""
     import os
-    from retriever import fileutil, locate
-    from retriever.runners import hermes_install
+    from retriever import locate
+    from retriever.runners import hermes_install, record
     left = set()
-    for path, recs in fileutil.load_record("installed.json").items():
-        if isinstance(recs, dict) and os.path.lexists(path):
-            left.update(recs)
+    for path, recs in record.entries().items():
+        if os.path.lexists(path):
+            left.update(name for name in recs if not name.startswith("listing "))
     if os.path.lexists(os.path.join(locate.hermes_home(), "plugins", hermes_install.PLUGIN_NAME)):
         left.add("hermes")
     return left
@@ -186,6 +186,6 @@ def run_one(args):
                 code = mcp_config.install(args.runner, args.project, args.dry_run,
                                           force=getattr(args, "force", False))
             return code
-    except (OSError, fileutil.Unchanged) as exc:  # the lock itself: no state folder, or held
+    except (OSError, fileutil.Refused) as exc:  # the lock itself: no state folder, or held
         sys.stderr.write("skill-retrieve: %s: %s\n" % (command, exc))
         return 1

@@ -10,7 +10,7 @@ import os
 import re
 
 from retriever import fileutil
-from retriever.runners import changes, skillsets
+from retriever.runners import changes, record, skillsets
 
 NAME = "gemini"
 LISTING = True
@@ -79,7 +79,7 @@ def uninstall(project, out, dry_run):
         new = "".join(lines)
         if new == old:
             return None
-        if not new and fileutil.created_folders(path) is not None:
+        if not new and record.created_folders(path) is not None:
             return fileutil.DELETE  # install created it; nothing else was put in since
         return new
 

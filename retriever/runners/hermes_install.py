@@ -20,13 +20,14 @@ import os
 import shutil
 
 from retriever import fileutil
+from retriever.runners import record
 
 PLUGIN_NAME = "skill-retrieval"
 ROOT_HINT = "retriever_root.txt"  # same name as hermes_plugin.ROOT_HINT
 
 
-class HermesInstallError(Exception):
-    """Install or uninstall refused; the message is one line for the user."""
+class HermesInstallError(fileutil.Refused):
+    """Install or uninstall of the Hermes plugin refused (``fileutil.Refused``)."""
 
 
 # ------------------------------------------------------------------ paths
@@ -278,70 +279,66 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
     Returns a short description of what happened.  Writes only when
     something changes, after a timestamped backup of the old file, under
     the installers' lock and only if nobody wrote the file meanwhile
-    (``fileutil.update``).
+    (``record.change``).
     """
     notes = {}
     real = os.path.realpath(config_path)
 
-    def change(raw):
-        notes["made"] = fileutil.missing_parents(real) if raw is None else None
+    def change(raw, rec=None):
         try:
             text = "" if raw is None else raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise HermesInstallError("%s is not UTF-8 text; fix it first, nothing was changed" % config_path)
         data = parse_config(text, config_path)
-        want = _wanted(data, name, enable)
+        want = notes["want"] = _wanted(data, name, enable)
         if want == data:
             return None
-        notes["note"] = ""
-        exact = None if enable else _restorable(real, raw)
-        if exact is not None:
-            return exact  # the file as it was before install, byte for byte
-        if not enable and fileutil.created().get(real) is not None and want in ({}, {"plugins": {"enabled": []}}):
-            return fileutil.DELETE  # install created the file; nothing else was put in since
         new = _edited(text, want, name, enable)
-        if new is None:
-            new = _yaml().safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
-            notes["note"] = " (re-written: comments were not kept)"
+        notes["note"] = "" if new is not None else " (re-written: comments were not kept)"
+        return new or _yaml().safe_dump(want, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+    def exact(text):
+        # The file as it was before install, byte for byte (``record.undo``).
+        notes["note"] = ""
+        return _restorable(real, text)
+
+    def settle(new):
+        if record.created_folders(real) is not None and notes["want"] in ({}, {"plugins": {"enabled": []}}):
+            return fileutil.DELETE  # install created the file; nothing else was put in since
         return new
 
     with fileutil.install_lock():
-        raw, new, saved = fileutil.update(config_path, change)
+        if enable:
+            raw, new, saved = record.change(config_path, change)
+        else:
+            raw, new, saved, _ = record.undo(config_path, "hermes", change, exact=exact, settle=settle)
         if new is None:
             return "%s already %s in %s" % (name, "enabled" if enable else "not enabled", config_path)
-        if raw is None:
-            fileutil.note_created(real, notes["made"])
-        elif enable:
+        if raw is not None and enable:
             # What install wrote, and where the file before it is: uninstall
             # puts that back when nobody changed the file since.
-            fileutil.note_installed(real, "hermes", {"backup": saved, "after": fileutil.digest(new)})
-        else:
-            fileutil.forget_installed(real, "hermes")
-        if new is fileutil.DELETE:
-            fileutil.remove_folders(fileutil.forget_created(real))
+            record.set_entry(real, "hermes", {"backup": saved, "after": fileutil.digest(new)})
+        if new is fileutil.DELETE:  # the folders made for it gone too (record.change)
             return "removed %s from %s, which install had created: deleted it" % (name, config_path)
     what = "enabled %s in %s" % (name, config_path) if enable else \
         "removed %s from plugins.enabled in %s" % (name, config_path)
     return what + notes["note"] + ("; backup %s" % saved if saved else "")
 
 
-def _restorable(real, raw):
-    # The config as it was before install, when uninstall can put it back
-    # exactly: the file is what install wrote (install added a
-    # ``plugins:`` section that removing our name alone would leave behind
-    # as ``enabled: []``).  Else None: our name is taken out by an edit.
+def _restorable(real, text):
+    # Whether uninstall may put back ``text``, the config before install
+    # (the file is what install wrote: install added a ``plugins:``
+    # section that removing our name alone would leave behind as
+    # ``enabled: []``).  Not when install also took our name out of
+    # plugins.disabled: putting that back would undo the user's own
+    # choice to enable it, so our name is taken out by an edit instead.
     try:
-        before = fileutil.backup_before(fileutil.installed(real, "hermes"), raw)
-        if before is None:
-            return None
-        text = before.decode("utf-8")
+        text.encode("utf-8")
         plugins = parse_config(text.lstrip("\ufeff"), real).get("plugins")
-    except Exception:  # the backup gone, unreadable or not text: edit instead
-        return None
-    # Install also took our name out of plugins.disabled: putting that back
-    # would undo the user's own choice to enable it, so edit instead.
+    except Exception:  # not text, not YAML: edit instead
+        return False
     disabled = plugins.get("disabled") if isinstance(plugins, dict) else None
-    return None if isinstance(disabled, list) and PLUGIN_NAME in disabled else text
+    return not (isinstance(disabled, list) and PLUGIN_NAME in disabled)
 
 
 def _edited(text, want, name, enable):
@@ -419,7 +416,7 @@ def install(hermes_home, mode="link"):
         if made:
             # So uninstall can take them away again (a reinstall makes none
             # and keeps this record).
-            fileutil.note_created(dest, made)
+            record.note_created(dest, made)
         enabled = set_enabled(config, True)
     # Hermes not installed yet: its home is ours to announce, not a quiet
     # side effect (uninstall removes it again while nothing else is in it).
@@ -459,5 +456,5 @@ def _uninstall(hermes_home):
         # The folders install made for the plugin, while empty: after the
         # config install created, so the Hermes home goes too when nothing
         # else is in it.
-        fileutil.remove_folders(fileutil.forget_created(dest))
+        fileutil.remove_folders(record.forget_created(dest))
     return removed

@@ -26,12 +26,10 @@ BIN = os.path.join(REPO, "bin", "skill-retrieve")
 MAIN = os.path.join(REPO, "retriever", "__main__.py")
 
 from retriever import fileutil
-from retriever.fileutil import Unchanged
+from retriever.runners import record
+# The one refusal of every installer (a file it leaves unchanged, and why).
+from retriever.fileutil import Refused
 from retriever.runners.registry import NAMES as RUNNERS, RUNNERS as RECORDS
-
-
-class Refused(Exception):
-    """The settings file cannot be changed safely; the message says why."""
 
 
 # ------------------------------------------------------------- interpreter
@@ -232,7 +230,7 @@ def _drop(groups, slots, keep_first=False):
         del groups[gi]
 
 
-class Edited(Exception):
+class Edited(Refused):
     """Our entry (or a plugin file of ours, ``listing``) was changed by the
     user; install keeps it (``--force`` replaces it).  The message names
     the difference in one line."""
@@ -450,31 +448,17 @@ def _script_without_ours(runner, path, text):
     return "" if all(not l.strip() or l.startswith("#!") for l in keep) else rest
 
 
-def _restorable(runner, path, raw, rec, notes):
-    # The text install found, when uninstall can put it back byte for byte:
-    # the file is exactly what install wrote, and its backup (the file
-    # before) holds no hook of ours.  Else None (the hook is taken out).
-    # A backup that cannot be read (no permission, a FIFO or a folder in
-    # its place) is no reason to stop: the hook is taken out as without
-    # one, and ``notes["backup"]`` says so in one line.
-    if kind(runner) != "json":
-        return None
+def _restorable(runner, path, text):
+    # Whether uninstall may put back ``text``, the backup of the file
+    # before install (``record.undo`` found the file as install wrote it):
+    # only when it holds no hook of ours.
     try:
-        before = fileutil.backup_before(rec, raw)
-    except (OSError, Unchanged) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
-        notes["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
-                           "the hook is taken out of it instead\n" % (runner, path, rec["backup"], why))
-        return None
-    if before is None:  # not as install wrote it, no backup, or the backup gone
-        return None
-    try:
-        text = before.decode("utf-8")
+        text.encode("utf-8")
         groups = _groups(parse_settings(text.lstrip("\ufeff"), path), RECORDS[runner]["event"], path,
                          create=False)
-    except (UnicodeDecodeError, Refused):
-        return None
-    return None if groups and _our_slots(groups, runner) else text
+    except (UnicodeEncodeError, Refused):
+        return False
+    return not (groups and _our_slots(groups, runner))
 
 
 def _kept(runner, path, diff, out):
@@ -516,43 +500,37 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     """Register the hook; returns the exit code.
 
     The settings file is merged under the installers' lock and replaced
-    only if nobody wrote it meanwhile (``fileutil.update``).  A file that
+    only if nobody wrote it meanwhile (``record.change``).  A file that
     did not exist is recorded as created (at the link's target when the
     path is a dotfiles symlink), so uninstall can take it away again.
     """
     path = settings_path(runner, project)
     command = command or hook_command(runner)
     real = os.path.realpath(path)
-    made = []
     mode = 0o644
     keys = []
 
     def change(raw):
-        nonlocal made, mode
-        old = _text(raw, path)
+        nonlocal mode
         del keys[:]
-        new, mode = plan_install(runner, path, command, force, old, keys)
-        made = fileutil.missing_parents(real) if old is None else None
+        new, mode = plan_install(runner, path, command, force, _text(raw, path), keys)
         return new
 
     if dry_run:  # the real run's change, written nowhere
         try:
-            _, new, _ = fileutil.update(path, change, dry_run=True)
+            _, new, _ = record.change(path, change, dry_run=True)
         except Edited as exc:
             return _kept(runner, path, str(exc), out)
         out.write("%s: already installed in %s\n" % (runner, path) if new is None else fileutil.would(path, new))
         return 0
     with fileutil.install_lock():
         try:
-            raw, new, saved = fileutil.update(path, change)
+            raw, new, saved = record.change(path, change)
         except Edited as exc:
             return _kept(runner, path, str(exc), out)
         if new is None:
             out.write("%s: already installed in %s\n" % (runner, path))
             return 0
-        if raw is None:
-            # Uninstall restores what was there: nothing.
-            fileutil.note_created(real, made)
         _note(runner, real, raw, new, saved, keys, command)
         if mode & 0o111:
             os.chmod(real, os.stat(real).st_mode | 0o111)
@@ -575,17 +553,9 @@ def _note(runner, real, raw, new, saved, keys, command):
     # changed since, the byte-exact restore is off (the backup no longer
     # says what to go back to); over a file without our hook, the old
     # record is dropped.
-    prev = fileutil.installed(real, runner)
-    if prev and (raw is None or _our_command(runner, _text(raw, real)) is None):
-        prev = None  # our hook was gone (taken out by hand): this install starts afresh
-    if prev and fileutil.as_installed(prev, raw):
-        rec = dict(prev, made=sorted(set(prev.get("made") or ()) | set(keys)))
-    else:
-        rec = {"made": sorted(set((prev or {}).get("made") or ()) | set(keys)),
-               "backup": None if prev else saved}
-    rec["after"] = fileutil.digest(new)
-    rec["command"] = fileutil.digest(command)
-    fileutil.note_installed(real, runner, rec)
+    # Our hook gone (taken out by hand): this install starts afresh.
+    fresh = raw is None or _our_command(runner, _text(raw, real)) is None
+    record.note(real, runner, raw, new, saved, made=keys, fresh=fresh, command=fileutil.digest(command))
 
 
 def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
@@ -600,9 +570,8 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     linked = os.path.islink(path)
     state = {}
 
-    def change(raw):
+    def unplan(raw, rec):
         old = _text(raw, path)
-        rec = fileutil.installed(real, runner)
         # Containers install did not add stay, even empty (no record: an
         # older install; the emptied ones go, as they always did).
         keep = () if rec is None else tuple(k for k in ("hooks", "event", "start")
@@ -610,14 +579,16 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
         new = plan_uninstall(runner, path, old, keep)
         state.clear()
         state.update(old=old, new=new)
-        if new is None:
-            return None
-        exact = _restorable(runner, path, raw, rec, state)
-        if exact is not None:
-            state["made"] = None
-            return exact
-        made = fileutil.created_folders(path)
-        state["made"] = made
+        return new
+
+    def unreadable(exc, rec):
+        # No reason to stop: the hook is taken out as without a backup.
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a regular file"
+        state["backup"] = ("%s: restoring %s byte for byte needs the backup %s, which cannot be read (%s); "
+                           "the hook is taken out of it instead\n" % (runner, path, rec["backup"], why))
+
+    def settle(new):
+        made = state["made"] = record.created_folders(path)
         if new == "" and linked and made is None:
             raise Refused("%s links to %s, which holds only skill-retrieve's hook and was there "
                           "before install; left both in place - delete them yourself" % (path, real))
@@ -627,21 +598,17 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
             return fileutil.DELETE
         return new
 
-    if dry_run:
-        # The real run's change (byte-exact restore, a created file deleted,
-        # containers kept), written nowhere: the dry run shows what
-        # uninstall will write.
-        _, new, _ = fileutil.update(path, change, dry_run=True)
+    exact = (lambda text: _restorable(runner, path, text)) if kind(runner) == "json" else False
+    with record.locked(dry_run):
+        # The real run's change (byte-exact restore, a created file
+        # deleted, containers kept); a dry run writes it nowhere.
+        _, new, saved, _ = record.undo(path, runner, unplan, dry_run, exact, settle, unreadable)
         out.write(state.get("backup", ""))
-        if new is not None:
+        if new is not None and dry_run:
             out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
             return 0
-    else:
-        with fileutil.install_lock():
-            _, new, saved = fileutil.update(path, change)
-            out.write(state.get("backup", ""))
-            if new is not None:
-                return _uninstalled(runner, path, real, new, saved, state.get("made"), out)
+        if new is not None:
+            return _uninstalled(runner, path, real, new, saved, state.get("made"), out)
     if kind(runner) == "script" and state.get("old") is not None:
         out.write("%s is not skill-retrieve's hook; left unchanged\n" % path)
     else:
@@ -650,14 +617,13 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 
 
 def _uninstalled(runner, path, real, new, saved, made, out):
-    # After uninstall's write: drop the created record, remove the
-    # folders install made for a file it deleted, and say what happened.
+    # After uninstall's write (``record.undo`` forgot its entry): drop the
+    # created record, and say what happened (``made``: the folders made for
+    # a file install created).
     if saved:  # none when the bytes were this command's own (fileutil.update)
         out.write("backed up %s to %s\n" % (path, saved))
-    fileutil.forget_created(path)  # at the target, and as an older version keyed a link: by its own path
-    fileutil.forget_installed(real, runner)
-    if new is fileutil.DELETE:
-        fileutil.remove_folders(made)
+    record.forget_created(path)  # a file kept: whoever put the rest in it owns it now
+    if new is fileutil.DELETE:  # and the folders made for it gone with it (record.change)
         shown = path if real == os.path.abspath(path) else "%s (the target of %s)" % (real, path)
         out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, shown)
                   if made is not None else "removed the %s hook: deleted %s\n" % (runner, shown))
@@ -704,7 +670,7 @@ def _hermes(command, dry_run, out):
         return 0
     try:
         msg = (hermes_install.install if command == "install" else hermes_install.uninstall)(home)
-    except (hermes_install.HermesInstallError, Refused, Unchanged) as exc:
+    except Refused as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     if isinstance(msg, int):
@@ -748,7 +714,7 @@ def run(args):
         if command == "uninstall":
             return uninstall(runner, args.project, args.dry_run)
         return install(runner, args.project, args.dry_run, force=getattr(args, "force", False))
-    except (Refused, Unchanged) as exc:
+    except Refused as exc:
         sys.stderr.write("skill-retrieve: %s\n" % exc)
         return 1
     except OSError as exc:

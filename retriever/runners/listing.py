@@ -30,7 +30,7 @@ import os
 import sys
 
 from retriever import fileutil
-from retriever.runners import changes, claude_code, cline, codex, gemini, opencode
+from retriever.runners import changes, claude_code, cline, codex, gemini, opencode, record
 from retriever.runners.install import Refused
 
 MODULES = {
@@ -42,11 +42,6 @@ MODULES = {
 }
 # The runners with a names-only switch (Cline has only the plugin).
 RUNNERS = tuple(name for name, mod in MODULES.items() if mod.LISTING)
-
-
-def load_state():
-    """``{"<runner> <file>": record}``: what install added, per file."""
-    return changes.load_state()
 
 
 def covered(runner, cwd=None):
@@ -70,14 +65,14 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, compact=True, f
     if mod is None or (mod.LISTING and not compact):
         return 0
     try:
-        with changes.locked(dry_run):
+        with record.locked(dry_run):
             return mod.install(project, out, dry_run, force)
     except changes.NoReader as exc:
         # Not an error of the user's files: the hook works, the listing
         # stays as it was, and the line says how to finish by hand.
         out.write("%s: names only not set: %s\n" % (runner, exc))
         return 0
-    except (Refused, fileutil.Unchanged, OSError) as exc:
+    except (Refused, OSError) as exc:
         if not mod.LISTING:
             sys.stderr.write("skill-retrieve: Cline plugin not written: %s\n" % exc)
         else:
@@ -93,9 +88,9 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     if mod is None:
         return 0
     try:
-        with changes.locked(dry_run):
+        with record.locked(dry_run):
             return mod.uninstall(project, out, dry_run)
-    except (Refused, fileutil.Unchanged, OSError) as exc:
+    except (Refused, OSError) as exc:
         if not mod.LISTING:
             sys.stderr.write("skill-retrieve: Cline plugin left in place: %s\n" % exc)
         else:

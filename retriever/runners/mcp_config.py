@@ -3,7 +3,7 @@
 ``install RUNNER`` adds one server entry, named ``skill-retrieval``, to the
 file the runner reads its MCP servers from; ``uninstall`` takes it out
 again.  As the hook's installer does (``retriever.runners.install``), each
-edit runs under the installers' lock through ``fileutil.update`` (the
+edit runs under the installers' lock through ``record.change`` (the
 file is replaced only if nobody wrote it meanwhile: Claude Code rewrites
 ``~/.claude.json`` while it runs), backs the file up, keeps the user's own
 servers, and records the digest of the text written and of the command,
@@ -29,11 +29,11 @@ import shlex
 import sys
 
 from retriever import fileutil
-from retriever.runners import install as hooks, listing
+from retriever.runners import install as hooks, listing, record
 
 NAME = "skill-retrieval"
 RUNNERS = tuple(listing.MODULES)
-RECORD = "mcp "  # + runner: its key in fileutil's installed.json, beside the hook's
+RECORD = "mcp "  # + runner: its entry in the install record (``record``), beside the hook's
 
 
 # A project's own MCP settings (``--project DIR``); Cline has none.
@@ -323,7 +323,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, force=False, py
         out.write("%s: kept your edited MCP server entry in %s (%s); `skill-retrieve install %s --force` "
                   "replaces it\n" % (runner, config_path(runner, project), exc, runner))
         return 0
-    except (hooks.Refused, fileutil.Unchanged, OSError) as exc:
+    except (hooks.Refused, OSError) as exc:
         return _failed(exc)
     if dry_run:
         return 0
@@ -347,35 +347,27 @@ def _failed(exc):
 
 def _install_file(path, key, plan, args, dry_run, out):
     # One step of install: True when the file changed.
-    real = os.path.realpath(path)
-    made, created = [], []
+    made = []
 
     def change(raw):
         new, m = plan(hooks._text(raw, path))
         made[:] = m
-        created[:] = fileutil.missing_parents(real) if raw is None else []
         return new
 
     if dry_run:
-        _, new, _ = fileutil.update(path, change, dry_run=True)
+        _, new, _ = record.change(path, change, dry_run=True)
         if new is not None:
             out.write(fileutil.would(path, new))
         return new is not None
     with fileutil.install_lock():
-        raw, new, saved = fileutil.update(path, change)
+        raw, new, saved = record.change(path, change)
         if new is None:
             return False
-        if raw is None:
-            fileutil.note_created(real, created)
         # As the hook's record (install._note): a re-install over our own
         # untouched write keeps the first backup; over a file changed
         # since, the byte-exact restore is off.
-        prev = fileutil.installed(real, key) if raw is not None else None
-        untouched = bool(prev) and fileutil.as_installed(prev, raw)
-        fileutil.note_installed(real, key, {
-            "made": sorted(set((prev or {}).get("made") or ()) | set(made)),
-            "backup": prev.get("backup") if untouched else None if prev else saved,
-            "after": fileutil.digest(new), "command": fileutil.digest(command_text(args))})
+        record.note(path, key, raw, new, saved, made=made, fresh=raw is None,
+                    command=fileutil.digest(command_text(args)))
     if saved:
         out.write("backed up %s to %s\n" % (path, saved))
     return True
@@ -393,49 +385,28 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
             said = _uninstall_file(path, key, unplan, dry_run, out)
             if said and key == RECORD + runner:
                 out.write("%s: removed the MCP server%s\n" % (runner, said))
-    except (hooks.Refused, fileutil.Unchanged, OSError) as exc:
+    except (hooks.Refused, OSError) as exc:
         return _failed(exc)
     return 0
 
 
 def _uninstall_file(path, key, unplan, dry_run, out):
-    # One step of uninstall: how it ended, in words ("" when untouched).
-    real = os.path.realpath(path)
-    state = {}
-
-    def change(raw):
+    # One step of uninstall (``record.undo``): how it ended, in words (""
+    # when untouched).
+    def unplanned(raw, rec):
         text = hooks._text(raw, path)
-        if text is None:
-            return None
-        rec = fileutil.installed(real, key) or {}
-        new = unplan(text, rec.get("made") or ())
-        if new is None:
-            return None
-        try:
-            before = fileutil.backup_before(rec, raw)
-        except (OSError, fileutil.Unchanged):
-            before = None
-        if before is not None:
-            return before.decode("utf-8", "surrogateescape")
-        created = fileutil.created_folders(path)
-        state["made"] = created
-        if created is not None and (not new.strip() or (not path.endswith(".toml") and json.loads(new) == {})):
-            return fileutil.DELETE
-        return new
+        return None if text is None else unplan(text, (rec or {}).get("made") or ())
 
+    def empty(new):
+        return not new.strip() or (not path.endswith(".toml") and json.loads(new) == {})
+
+    _, new, saved, _ = record.undo(path, key, unplanned, dry_run=dry_run, settle=record.created_and(path, empty))
     if dry_run:
-        _, new, _ = fileutil.update(path, change, dry_run=True)
         if new is not None:
             out.write("would change %s\n%s" % (path, fileutil.would(path, new)))
         return ""
-    with fileutil.install_lock():
-        _, new, saved = fileutil.update(path, change)
-        if new is None:
-            return ""
-        fileutil.forget_installed(real, key)
-        if new is fileutil.DELETE:
-            fileutil.forget_created(path)
-            fileutil.remove_folders(state.get("made"))
+    if new is None:
+        return ""
     if saved:
         out.write("backed up %s to %s\n" % (path, saved))
     return ": deleted %s (install had created it)" % path if new is fileutil.DELETE else " from %s" % path
@@ -450,7 +421,7 @@ def registered(runner, project=None):
     path = config_path(runner, project if runner in PROJECT_FILES else None)
     try:
         raw = fileutil.read_bytes(path)
-    except (OSError, fileutil.Unchanged):
+    except (OSError, hooks.Refused):
         return path, None, None
     if raw is None:
         return path, None, None
@@ -468,7 +439,7 @@ def registered(runner, project=None):
         return path, None, None
     if args is None:
         return path, None, None
-    rec = fileutil.installed(os.path.realpath(path), RECORD + runner) or {}
+    rec = record.entry(path, RECORD + runner) or {}
     if args == argv(runner) or rec.get("command") == fileutil.digest(command_text(args)):
         return path, args, None
     return path, args, "not as skill-retrieve install wrote it"
