@@ -33,14 +33,14 @@ def tables(cli_env):
     return sorted((Path(cli_env["XDG_CACHE_HOME"]) / "skill-retrieval").glob(learn.PREFIX + "*"))
 
 
-def teach(hook, tmp_path, cli_env, env=None, tag="a"):
-    """Three sessions: "grab the morning brief", the agent loads
-    rss-digest, the user says thanks; then wait for the background fold."""
+def teach(hook, tmp_path, cli_env, env=None, tag="a", prompt="grab the morning brief", skill="rss-digest"):
+    """Three sessions: ``prompt``, the agent loads ``skill``, the user
+    says thanks; then wait for the background fold."""
     for s in range(3):
         sid = "%s%d" % (tag, s)
         t = Transcript(tmp_path / (sid + ".jsonl"))
-        hook("grab the morning brief", sid, t.path, env=env)
-        t.load("rss-digest")
+        hook(prompt, sid, t.path, env=env)
+        t.load(skill)
         assert hook("thanks", sid, t.path, env=env) == ""
     if env and env.get("SKILL_RETRIEVAL_LEARN") == "off":
         return
@@ -57,6 +57,19 @@ def test_jargon_learnt_from_loads_gets_the_skill_injected(hook, tmp_path, cli_en
     assert "rss-digest" in hook("grab the morning brief for today", "s9", Transcript(tmp_path / "t9").path, env=env)
     # A plain request in the same home is unharmed.
     out = hook("merge these pdf files into one", "s10", env=env)
+    assert "pdf-merge" in out and "rss-digest" not in out
+
+
+def test_jargon_in_chinese_learnt_passes_the_gate(hook, tmp_path, cli_env):
+    """A CJK message's bigrams that no skill holds are left out of its
+    word count (most are not words); once learnt they count as known
+    words, and "known" stays a share: counted before they joined, it
+    came to 8.0 here, and the gate, which weighs it against injecting,
+    silenced the skill they named."""
+    msg = "抓一下今天的晨报 feed"  # "grab today's morning brief", with one word the library has
+    teach(hook, tmp_path, cli_env, env=BM25, prompt=msg)
+    assert "rss-digest" in hook(msg, "s9", Transcript(tmp_path / "t9").path, env=BM25)
+    out = hook("merge these pdf files into one", "s10", env=BM25)
     assert "pdf-merge" in out and "rss-digest" not in out
 
 
