@@ -64,6 +64,18 @@ def _identity(index_path):
     return "%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def pairs(terms):
+    """The message's word pairs: each term with the next, as ``"a b"``
+    (no term holds a space), CJK tokens left out (they are character
+    pairs already).  A team's name for a task is often a phrase of
+    common words ("morning brief", "error budget"): the pair is specific
+    to it where each word is not, and is learnt and looked up as one
+    more term, with ``terms`` in the order ``usage.terms_of`` and
+    ``query.parse`` keep them (each term once, first place)."""
+    from retriever.tokenize import is_cjk_token
+    return ["%s %s" % (a, b) for a, b in zip(terms, terms[1:]) if not (is_cjk_token(a) or is_cjk_token(b))]
+
+
 def evidence(entries, now):
     """``{term: {skill name: evidence}}`` from usage record entries
     (``usage.read``, oldest first): each prompt's loads (seen at its
@@ -76,6 +88,8 @@ def evidence(entries, now):
     after = {}  # (term, skill name) -> prompts holding it that the skill was loaded after
     last = {}  # session -> (entry, names injected so far in the session)
     for e in entries:
+        if e["terms"]:
+            e = dict(e, terms=e["terms"] + pairs(e["terms"]))
         for t in e["terms"] or ():
             seen[t] = seen.get(t, 0) + 1
         key = (e["runner"], e["session"])
@@ -207,17 +221,19 @@ def _row(table, term):
 
 
 def apply(idx, table, terms, acc, found):
-    """Add the learnt evidence for the message's ``terms`` to its BM25
-    scores ``acc`` (in place, as ``query.parse`` made them); a term with
-    evidence of at least MIN_EVIDENCE for a skill also counts as found
-    in it and as a word of its name and description (the user's own
-    name for it), for the gate's coverage features.  Returns ``({skill
-    number: the score it added}, {skill number: set of such terms})``
-    (``explain`` shows the first)."""
+    """Add the learnt evidence for the message's ``terms`` and their
+    ``pairs`` to its BM25 scores ``acc`` (in place, as ``query.parse``
+    made them); a term, or each word of a pair, with evidence of at
+    least MIN_EVIDENCE for a skill also counts as found in it and as a
+    word of its name and description (the user's own name for it), for
+    the gate's coverage features.  Returns ``({skill number: the score
+    it added}, {skill number: set of such terms})`` (``explain`` shows
+    the first)."""
     idf = idx["idf"]
     n_docs = idx["header"]["n_docs"]
     added, heads = {}, {}
-    for t in terms:
+    named = {}  # word -> (its term number, skills it names)
+    for t in terms + pairs(terms):
         row = _row(table, t)
         if row is None:
             continue
@@ -225,9 +241,6 @@ def apply(idx, table, terms, acc, found):
         if not 0 <= i < len(idf):
             continue
         w = idf[i]
-        have = found.get(t)
-        docs = have[1] if have else ()
-        more = []
         for n, v in skills.items():
             if not 0 <= n < n_docs:
                 continue
@@ -237,11 +250,17 @@ def apply(idx, table, terms, acc, found):
             acc[n] = acc.get(n, 0.0) + s
             added[n] = added.get(n, 0.0) + s
             if v >= MIN_EVIDENCE:
-                heads.setdefault(n, set()).add(t)
-                if n not in docs:
-                    more.append(n)
+                # A pair's words are what the gate counts (each once).
+                for word in t.split(" "):
+                    named.setdefault(word, (i, set()))[1].add(n)
+    for word, (i, skills) in named.items():
+        have = found.get(word)
+        docs = have[1] if have else ()
+        more = sorted(n for n in skills if n not in docs)
+        for n in skills:
+            heads.setdefault(n, set()).add(word)
         if more:  # a new list: the postings' own is the index's
-            found[t] = (have[0] if have else i, list(docs) + more)
+            found[word] = (have[0] if have else i, list(docs) + more)
     return added, heads
 
 
