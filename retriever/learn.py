@@ -81,18 +81,21 @@ def evidence(entries, now):
     (``usage.read``, oldest first): each prompt's loads (seen at its
     session's next prompt) and its injected skills not loaded.  A gain
     is scaled by how specific the term is to the skill: the share of the
-    prompts holding the term that the skill was loaded after ("today",
-    "please" and "can" are in many prompts that load nothing)."""
+    sessions holding the term in which the skill was loaded after a
+    prompt holding it ("today", "please" and "can" are in many sessions
+    that load nothing).  Sessions, not prompts: a session's follow-ups
+    repeat its topic's words ("sort the weekly numbers by region") with
+    the skill loaded already, and are no evidence against them."""
     out = {}
-    seen = {}  # term -> prompts holding it
-    after = {}  # (term, skill name) -> prompts holding it that the skill was loaded after
+    seen = {}  # term -> sessions holding it
+    after = {}  # (term, skill name) -> sessions where the skill was loaded after a prompt holding it
     last = {}  # session -> (entry, names injected so far in the session)
     for e in entries:
+        key = (e["runner"], e["session"])
         if e["terms"]:
             e = dict(e, terms=e["terms"] + pairs(e["terms"]))
         for t in e["terms"] or ():
-            seen[t] = seen.get(t, 0) + 1
-        key = (e["runner"], e["session"])
+            seen.setdefault(t, set()).add(key)
         prev = last.get(key)
         if prev is not None and e["loaded"] is not None and prev[0]["terms"]:
             p, offered = prev
@@ -109,7 +112,7 @@ def evidence(entries, now):
                 for name, g in gains.items():
                     row[name] = row.get(name, 0.0) + g
                     if g > 0:
-                        after[t, name] = after.get((t, name), 0) + 1
+                        after.setdefault((t, name), set()).add(key)
         offered = set(prev[1]) if prev is not None else set()
         for names in e["injected"]:
             offered.update(names)
@@ -117,7 +120,7 @@ def evidence(entries, now):
     for t, row in out.items():
         for name, v in row.items():
             if v > 0:
-                row[name] = v * after.get((t, name), 0) / seen[t]
+                row[name] = v * len(after.get((t, name), ())) / len(seen[t])
     return out
 
 
