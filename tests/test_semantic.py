@@ -860,6 +860,45 @@ def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, 
     assert "semantic helper: started" in log and "exiting (idle for 5s)" in log
 
 
+def test_learnt_words_weigh_in_the_fusion_of_a_message_in_another_language(tmp_path, tree, provider, helpers):
+    """In a message in a language the library is not written in, BM25's
+    matches are a few borrowed words, and the fusion gives BM25 a fifth of
+    the weight.  Words learnt from loads are the user's own, in their own
+    language, and the encoder never saw them: when they name BM25's best,
+    BM25's share follows its coverage again.  The team's "Blauer Montag"
+    is the CSV clean-up the agent loaded after it three times; without,
+    the encoder's pdf-text-extraction alone was injected."""
+    from test_usage import Transcript
+    env = dict(_helper_env(tmp_path), SKILL_RETRIEVAL_DECIDE="on")
+    helpers[1](env)
+
+    def hook(text, session, transcript=None, e=env):
+        payload = json.dumps({"session_id": session, "transcript_path": str(transcript) if transcript else None,
+                              "hook_event_name": "UserPromptSubmit", "prompt": text, "cwd": "/tmp"})
+        out = run_cli(["hook", "claude-code", "--index", tree["index"]], e, input=payload)
+        assert out.returncode == 0 and out.stderr == ""
+        return out.stdout
+
+    bm25 = dict(env, SKILL_RETRIEVAL_SEMANTIC="off")
+    for n in range(3):
+        t = Transcript(tmp_path / ("t%d.jsonl" % n))
+        hook("mach wieder den Blauen Montag für das Lager", "s%d" % n, t.path, bm25)
+        t.load("csv-cleanup")
+        hook("danke", "s%d" % n, t.path, bm25)
+    cache = tmp_path / "xdg-cache" / "skill-retrieval"
+    assert _wait(lambda: any(p.name.startswith("learnt-") for p in cache.iterdir()), 20)
+
+    def tier_answer(n=[0]):
+        n[0] += 1
+        out = hook("mach den Blauen Montag für die PDF-Exporte", "q%d" % n[0])
+        last = json.loads(run_cli(["last", "1", "--format", "json"], env).stdout)
+        return out if last and last[-1]["tier"] == "bm25+semantic" else None
+
+    assert _wait(tier_answer)
+    out = tier_answer()
+    assert out and "csv-cleanup" in out
+
+
 def test_the_session_start_hook_warms_the_helper_for_the_first_prompt(tmp_path, helpers):
     """Issue 38: with no helper running, ``warm claude-code`` (the
     SessionStart hook) prints nothing, starts the helper and has it load
