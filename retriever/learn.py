@@ -210,12 +210,32 @@ def load(index_path):
 
 
 def _row(table, term):
-    # (term number, {skill number: evidence}) for ``term``, or None.
-    key = b"\n" + term.encode("utf-8", "surrogateescape") + b"\t"
-    at = table.find(key)
-    if at < 0:
+    # (term number, {skill number: evidence}) for ``term``, or None.  The
+    # lines are sorted by term (``encode``; UTF-8 keeps code point order),
+    # so a binary search reads about log2(lines) of them: a scan
+    # (``bytes.find``) read the whole table for each term it lacks, most
+    # of a message's terms and pairs (the 72 KB table of make eval's week
+    # one: 0.49 ms a message, 0.15 ms with the search, as before pairs).
+    want = term.encode("utf-8", "surrogateescape")
+    lo, hi = table.find(b"\n"), len(table)  # lo: a line's start; the term's is in [lo, hi)
+    while 0 <= lo < hi:
+        at = table.rfind(b"\n", lo, (lo + hi) // 2 + 1)
+        end = table.find(b"\n", at + 1)
+        if end < 0:
+            end = len(table)
+        if end == at + 1:  # the empty line that ends the table
+            hi = at
+            continue
+        tab = table.find(b"\t", at + 1, end)
+        have = table[at + 1:end if tab < 0 else tab]
+        if have == want:
+            break
+        if have < want:
+            lo = end
+        else:
+            hi = at
+    else:
         return None
-    end = table.find(b"\n", at + 1)
     try:
         _, i, skills = table[at + 1:end].decode("utf-8").split("\t")
         return int(i), {int(n): float(w) for n, w in (x.split(":") for x in skills.split(","))}

@@ -149,6 +149,15 @@ def test_learnt_scores_are_bounded_and_a_damaged_line_costs_only_its_term():
     assert heads == {2: {"brief"}} and found == {"brief": (1, [2])}
 
 
+def test_every_term_of_a_table_is_found_and_no_other():
+    """``_row`` searches the sorted lines; words, pairs, prefixes of one
+    another and non-ASCII terms alike."""
+    terms = ["a", "a b", "ab", "brief", "morning", "morning brief", "résumé", "晨报", "z", "zz"]
+    table = b"learnt 1 x" + learn.encode({t: [k, {str(k): 1.0}] for k, t in enumerate(terms)})
+    assert [learn._row(table, t) for t in terms] == [(k, {k: 1.0}) for k in range(len(terms))]
+    assert [learn._row(table, t) for t in ["", "b", "a c", "morning b", "zzz", "résume", "晨"]] == [None] * 7
+
+
 def test_a_rebuilt_index_has_what_was_learnt_folded_again(hook, cli, skills, tmp_path, cli_env):
     teach(hook, tmp_path, cli_env, env=BM25)
     # A new skill sorts first: every skill number changes, and the hook's
