@@ -10,6 +10,7 @@ import pytest
 
 from retriever import learn, usage
 from skillret_helpers import make_skill
+from test_hermes_plugin import hermes_home  # noqa: F401  (the fixture)
 from test_usage import Transcript, hook  # noqa: F401  (the fixture)
 
 
@@ -178,3 +179,29 @@ def test_a_rebuilt_index_has_what_was_learnt_folded_again(hook, cli, skills, tmp
             break
         time.sleep(0.1)
     assert got[-1] == "rss-digest" and "aaa-first" not in got
+
+
+def test_the_hermes_plugin_learns_from_the_skills_it_sees_loaded(hermes_home, tmp_path):
+    """The plugin records each turn and the ``skill_view`` calls in the
+    conversation Hermes passes; it also folds the record after a turn
+    that saw loads and ranks with what was learnt, as a hook does."""
+    from test_hermes_plugin import injected, start, turn_kwargs
+    ctx, _ = start()
+    hook = ctx.hook()
+    msg = "grab the morning brief"
+    assert "meeting-notes" not in injected(hook(**turn_kwargs(msg + " for today")))
+    for n in range(3):
+        sid = "h%d" % n
+        hook(**turn_kwargs(msg, session_id=sid))
+        history = [{"role": "user", "content": msg},
+                   {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                       "name": "skill_view", "arguments": '{"name": "meeting-notes"}'}}]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "# meeting-notes ..."},
+                   {"role": "user", "content": "thanks"}]
+        hook(**turn_kwargs("thanks", session_id=sid, conversation_history=history))
+    cache = tmp_path / "cache" / "skill-retrieval"
+    deadline = time.monotonic() + 20
+    while not list(cache.glob(learn.PREFIX + "*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert injected(hook(**turn_kwargs(msg + " for today"))) == ["meeting-notes"]
+    assert injected(hook(**turn_kwargs("extract the text of my scanned pdf with ocr"))) == ["pdf-ocr"]
