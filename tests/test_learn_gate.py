@@ -3,13 +3,13 @@ transcript written as Claude Code writes one (``retriever.learn``,
 ``retriever.decide``): a request in the team's words, half of them
 words of other skills, is the learnt skill's to pass the gate."""
 
-import re
 import time
 
 import pytest
 
 from skillret_helpers import make_skill
 from test_learn import BM25, tables
+from test_learn_jargon import names
 from test_usage import Transcript, hook  # noqa: F401  (the fixture)
 
 # Everyday words of a library's descriptions: "partner" and "drops" among
@@ -30,10 +30,6 @@ def skills(tmp_path):
         make_skill(root, "skill-%02d" % i, {"name": "skill-%02d" % i,
                                              "description": "Handle the %s for %s" % (" ".join(ws[:3]), " ".join(ws[3:]))})
     return root
-
-
-def names(out):
-    return re.findall(r"\*\*([^*]+)\*\*", out)
 
 
 def test_the_users_words_for_a_skill_name_it_for_the_gate(hook, tmp_path, cli_env):
