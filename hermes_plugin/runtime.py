@@ -278,6 +278,7 @@ def retrieve(state, text, session_id="", platform="", history=None):
         with state["mu"]:  # gateway turns run in several threads
             memo = session.begin(session_id, "hermes", store=state["memory"])
             session.contextualize(req, memo)
+    with_learnt(state, idx)
     results, _ = service.answer(text, req, idx=idx)
     from retriever import render
     results = render.unlisted(results, req.get("searched"))
@@ -296,7 +297,32 @@ def retrieve(state, text, session_id="", platform="", history=None):
             session.record(memo, results)
         usage.note("hermes", session_id, text, results, "+".join(req.get("tiers") or ()), loaded,
                    req.get("_analyzer"))
+        if (loaded or idx.get("learnt") is False) and usage.learning():
+            # As a hook does after a turn that saw loads (or whose index
+            # was rebuilt since the table was folded), off the turn.
+            threading.Thread(target=usage.relearn, args=(state["path"],), daemon=True,
+                             name="skill-retrieval-learn").start()
     return results
+
+
+def with_learnt(state, idx):
+    """Put the learnt table of the plugin's index (``retriever.learn``) in
+    ``idx`` while learning is on, as ``service.answer`` does for a hook:
+    read again when its file changed (one stat a turn), or when ``idx``
+    is a freshly loaded index."""
+    import os
+    from retriever import learn, usage
+    if not usage.learning():
+        idx.pop("learnt", None)
+        return
+    try:
+        st = os.stat(learn.path(state["path"]))
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if state.get("learnt_key") != key or "learnt" not in idx:
+        state["learnt_key"] = key
+        idx["learnt"] = learn.load(state["path"]) if key else None
 
 
 def make_pre_llm_call(state):

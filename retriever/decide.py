@@ -110,14 +110,16 @@ def stuffing(toks):
     return 1.0 if n <= STUFFED else (STUFFED / n) ** 4
 
 
-def name_idf(idx, found, name):
+def name_idf(idx, found, name, learnt=()):
     """The rarest query term that the skill's own name holds, its IDF
     against ``ln(1 + N)`` as in ``max_idf`` (0 when the name holds no
     query term): "find papers on arxiv" names the ``arxiv`` skill with a
     word few skills hold, in a library of any size, while "sounds good"
-    shares a common word with a description at most."""
+    shares a common word with a description at most.  ``learnt``: the
+    user's own words for the skill (``retriever.learn``), names too."""
     idf = idx["idf"]
     toks = set(analyze(name.replace("-", " ").replace("_", " "), idx["header"]["params"]["analyzer"]))
+    toks.update(learnt)
     best = max((idf[i] for t, (i, _) in found.items() if t in toks), default=0.0)
     scale = _ln(1.0 + idx["header"]["n_docs"])
     return best / scale if scale > 0 else 0.0
@@ -199,8 +201,8 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
         return []
     q["maxidf"] = max_idf(idx, q["found"])
     _cover(idx, q, cands[0])
-    cands[0]["named"] = name_idf(idx, q["found"], cands[0]["result"]["name"]) \
-        if q["found"] and not cands[0]["clone"] else 0.0
+    cands[0]["named"] = name_idf(idx, q["found"], cands[0]["result"]["name"], (q.get("heads") or {}).get(
+        cands[0]["n"], ())) if q["found"] and not cands[0]["clone"] else 0.0
     model = FUSED if sem is not None else BM25
     xg = gate_features(q, cands, sem)
     pg = sigmoid(_dot(model["gate"], xg))

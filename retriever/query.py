@@ -168,11 +168,15 @@ def parse(idx, text, context=None):
     weights = {}
     terms, (words, pasted, prose, lang, out) = _terms(idx, text, weights)
     acc, found = score(idx, terms, weights) if terms else ({}, {})
-    n = n_scored(terms, found) + out
     learnt = heads = None
     if idx.get("learnt") and terms:  # the user's own words for skills
         from retriever import learn
         learnt, heads = learn.apply(idx, idx["learnt"], terms, acc, found)
+    # After the learnt words joined ``found``: a CJK bigram the library
+    # lacks counts for coverage once learnt, so ``known`` stays a share
+    # (counted before, five learnt bigrams made it 5.0, and the gate,
+    # which weighs it against injecting, silenced the skill they named).
+    n = n_scored(terms, found) + out
     if context is not None:
         _with_context(idx, context, acc, found, words)
     return {"text": text, "terms": terms, "weights": weights, "acc": acc, "found": found, "n_scored": n,

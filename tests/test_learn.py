@@ -10,6 +10,7 @@ import pytest
 
 from retriever import learn, usage
 from skillret_helpers import make_skill
+from test_hermes_plugin import hermes_home  # noqa: F401  (the fixture)
 from test_usage import Transcript, hook  # noqa: F401  (the fixture)
 
 
@@ -33,14 +34,14 @@ def tables(cli_env):
     return sorted((Path(cli_env["XDG_CACHE_HOME"]) / "skill-retrieval").glob(learn.PREFIX + "*"))
 
 
-def teach(hook, tmp_path, cli_env, env=None, tag="a"):
-    """Three sessions: "grab the morning brief", the agent loads
-    rss-digest, the user says thanks; then wait for the background fold."""
+def teach(hook, tmp_path, cli_env, env=None, tag="a", prompt="grab the morning brief", skill="rss-digest"):
+    """Three sessions: ``prompt``, the agent loads ``skill``, the user
+    says thanks; then wait for the background fold."""
     for s in range(3):
         sid = "%s%d" % (tag, s)
         t = Transcript(tmp_path / (sid + ".jsonl"))
-        hook("grab the morning brief", sid, t.path, env=env)
-        t.load("rss-digest")
+        hook(prompt, sid, t.path, env=env)
+        t.load(skill)
         assert hook("thanks", sid, t.path, env=env) == ""
     if env and env.get("SKILL_RETRIEVAL_LEARN") == "off":
         return
@@ -57,6 +58,19 @@ def test_jargon_learnt_from_loads_gets_the_skill_injected(hook, tmp_path, cli_en
     assert "rss-digest" in hook("grab the morning brief for today", "s9", Transcript(tmp_path / "t9").path, env=env)
     # A plain request in the same home is unharmed.
     out = hook("merge these pdf files into one", "s10", env=env)
+    assert "pdf-merge" in out and "rss-digest" not in out
+
+
+def test_jargon_in_chinese_learnt_passes_the_gate(hook, tmp_path, cli_env):
+    """A CJK message's bigrams that no skill holds are left out of its
+    word count (most are not words); once learnt they count as known
+    words, and "known" stays a share: counted before they joined, it
+    came to 8.0 here, and the gate, which weighs it against injecting,
+    silenced the skill they named."""
+    msg = "抓一下今天的晨报 feed"  # "grab today's morning brief", with one word the library has
+    teach(hook, tmp_path, cli_env, env=BM25, prompt=msg)
+    assert "rss-digest" in hook(msg, "s9", Transcript(tmp_path / "t9").path, env=BM25)
+    out = hook("merge these pdf files into one", "s10", env=BM25)
     assert "pdf-merge" in out and "rss-digest" not in out
 
 
@@ -136,6 +150,15 @@ def test_learnt_scores_are_bounded_and_a_damaged_line_costs_only_its_term():
     assert heads == {2: {"brief"}} and found == {"brief": (1, [2])}
 
 
+def test_every_term_of_a_table_is_found_and_no_other():
+    """``_row`` searches the sorted lines; words, pairs, prefixes of one
+    another and non-ASCII terms alike."""
+    terms = ["a", "a b", "ab", "brief", "morning", "morning brief", "résumé", "晨报", "z", "zz"]
+    table = b"learnt 1 x" + learn.encode({t: [k, {str(k): 1.0}] for k, t in enumerate(terms)})
+    assert [learn._row(table, t) for t in terms] == [(k, {k: 1.0}) for k in range(len(terms))]
+    assert [learn._row(table, t) for t in ["", "b", "a c", "morning b", "zzz", "résume", "晨"]] == [None] * 7
+
+
 def test_a_rebuilt_index_has_what_was_learnt_folded_again(hook, cli, skills, tmp_path, cli_env):
     teach(hook, tmp_path, cli_env, env=BM25)
     # A new skill sorts first: every skill number changes, and the hook's
@@ -156,3 +179,29 @@ def test_a_rebuilt_index_has_what_was_learnt_folded_again(hook, cli, skills, tmp
             break
         time.sleep(0.1)
     assert got[-1] == "rss-digest" and "aaa-first" not in got
+
+
+def test_the_hermes_plugin_learns_from_the_skills_it_sees_loaded(hermes_home, tmp_path):
+    """The plugin records each turn and the ``skill_view`` calls in the
+    conversation Hermes passes; it also folds the record after a turn
+    that saw loads and ranks with what was learnt, as a hook does."""
+    from test_hermes_plugin import injected, start, turn_kwargs
+    ctx, _ = start()
+    hook = ctx.hook()
+    msg = "grab the morning brief"
+    assert "meeting-notes" not in injected(hook(**turn_kwargs(msg + " for today")))
+    for n in range(3):
+        sid = "h%d" % n
+        hook(**turn_kwargs(msg, session_id=sid))
+        history = [{"role": "user", "content": msg},
+                   {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                       "name": "skill_view", "arguments": '{"name": "meeting-notes"}'}}]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "# meeting-notes ..."},
+                   {"role": "user", "content": "thanks"}]
+        hook(**turn_kwargs("thanks", session_id=sid, conversation_history=history))
+    cache = tmp_path / "cache" / "skill-retrieval"
+    deadline = time.monotonic() + 20
+    while not list(cache.glob(learn.PREFIX + "*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert injected(hook(**turn_kwargs(msg + " for today"))) == ["meeting-notes"]
+    assert injected(hook(**turn_kwargs("extract the text of my scanned pdf with ocr"))) == ["pdf-ocr"]

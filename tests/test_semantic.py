@@ -860,6 +860,81 @@ def test_a_hook_starts_the_helper_answers_through_it_and_it_idles_out(tmp_path, 
     assert "semantic helper: started" in log and "exiting (idle for 5s)" in log
 
 
+def _session_hook(env, where):
+    """``hook(text, session, transcript=None, env=env)``: the Claude Code
+    hook's stdout for a prompt of a session, over ``where`` (index or
+    roots arguments)."""
+    def hook(text, session, transcript=None, e=env):
+        payload = json.dumps({"session_id": session, "transcript_path": str(transcript) if transcript else None,
+                              "hook_event_name": "UserPromptSubmit", "prompt": text, "cwd": "/tmp"})
+        out = run_cli(["hook", "claude-code"] + where, e, input=payload)
+        assert out.returncode == 0 and out.stderr == ""
+        return out.stdout
+    return hook
+
+
+def _learn_and_ask(tmp_path, env, hook, taught, skill, asked, teach_env=None):
+    """Three sessions: ``taught``, the agent loads ``skill``, the user
+    says thanks; then the hook's answer to ``asked`` once the tier
+    answers it (the usage record says which tier did)."""
+    from test_usage import Transcript
+    for n in range(3):
+        t = Transcript(tmp_path / ("t%d.jsonl" % n))
+        hook(taught, "s%d" % n, t.path, teach_env or env)
+        t.load(skill)
+        hook("thanks", "s%d" % n, t.path, teach_env or env)
+    cache = tmp_path / "xdg-cache" / "skill-retrieval"
+    assert _wait(lambda: any(p.name.startswith("learnt-") for p in cache.iterdir()), 20)
+
+    def tier_answer(n=[0]):
+        # ``[stdout]`` (never empty, as "" would be) once the tier answered.
+        n[0] += 1
+        out = hook(asked, "q%d" % n[0])
+        last = json.loads(run_cli(["last", "1", "--format", "json"], env).stdout)
+        return [out] if last and last[-1]["tier"] == "bm25+semantic" else None
+
+    assert _wait(tier_answer)
+    return tier_answer()[0]
+
+
+def test_learnt_words_weigh_in_the_fusion_of_a_message_in_another_language(tmp_path, tree, provider, helpers):
+    """In a message in a language the library is not written in, BM25's
+    matches are a few borrowed words, and the fusion gives BM25 a fifth of
+    the weight.  Words learnt from loads are the user's own, in their own
+    language, and the encoder never saw them: when they name BM25's best,
+    BM25's share follows its coverage again.  The team's "Blauer Montag"
+    is the CSV clean-up the agent loaded after it three times; without,
+    the encoder's pdf-text-extraction alone was injected."""
+    env = dict(_helper_env(tmp_path), SKILL_RETRIEVAL_DECIDE="on")
+    helpers[1](env)
+    hook = _session_hook(env, ["--index", tree["index"]])
+    out = _learn_and_ask(tmp_path, env, hook, "mach wieder den Blauen Montag für das Lager", "csv-cleanup",
+                         "mach den Blauen Montag für die PDF-Exporte", dict(env, SKILL_RETRIEVAL_SEMANTIC="off"))
+    assert "csv-cleanup" in out
+
+
+def test_jargon_learnt_from_loads_gets_the_skill_injected_with_the_tier(tmp_path, helpers):
+    """Issue 40's "Done when" with the tier on (tests/test_learn.py has it
+    with BM25 alone): three sessions of "grab the morning brief", the
+    agent loading rss-digest, then "thanks"; in a fourth, "grab the
+    morning brief for today" gets rss-digest, and a plain request in the
+    same home is unharmed."""
+    root = tmp_path / "skills"
+    for name, text in [("rss-digest", "Summarize RSS and Atom feeds into a daily digest of new posts"),
+                       ("pdf-merge", "Merge PDF files into one document"),
+                       ("k8s-certs", "Rotate Kubernetes TLS certificates"),
+                       ("meeting-notes", "Write meeting notes and a brief summary of decisions")]:
+        make_skill(root, name, {"name": name, "description": text})
+    env = dict(_helper_env(tmp_path), SKILL_RETRIEVAL_DECIDE="on")
+    helpers[1](env)
+    hook = _session_hook(env, ["--root", str(root)])
+    out = _learn_and_ask(tmp_path, env, hook, "grab the morning brief", "rss-digest",
+                         "grab the morning brief for today")
+    assert "rss-digest" in out
+    out = hook("merge these pdf files into one", "plain")
+    assert "pdf-merge" in out and "rss-digest" not in out
+
+
 def test_the_session_start_hook_warms_the_helper_for_the_first_prompt(tmp_path, helpers):
     """Issue 38: with no helper running, ``warm claude-code`` (the
     SessionStart hook) prints nothing, starts the helper and has it load

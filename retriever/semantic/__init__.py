@@ -118,6 +118,11 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, co
     chat = cos.pop(CHAT, None)
     cover_best = dc.confidence(idx, q["found"], bm_top[0][0], q["n_scored"]) if bm_top else 0.0
     alpha = fuse.alpha_for(text, cover_best, q["lang"])
+    if bm_top and (q["learnt"] or {}).get(bm_top[0][0], 0.0) > 0.0:
+        # BM25's best is named by the user's own words (retriever.learn),
+        # which the encoder never saw: in a message in another language
+        # or script too, BM25's share follows its coverage.
+        alpha = max(alpha, fuse.alpha_for("", cover_best))
     rank_cos = cos
     if context is not None:
         rank_cos = _with_prior_cos(context, client.index_key(idx["header"]), cos, q["words"],
