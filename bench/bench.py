@@ -305,6 +305,14 @@ def variants_for(size, roots, index_path, pkl, oj, env):
     if size in BASELINE_SIZES:
         vs.append({"name": "rebuild", "label": "rebuild every process (-I, site on)",
                    "make": lambda q: ([PY, "-I", rq] + list(roots) + ["--", q], None, env)})
+    # The hook-deep row's transcript shows a load, so each of its runs
+    # starts the learning fold in a detached child (usage.relearn), as a
+    # user's prompt after a load does; the runner does not wait for it.
+    # Left running, it took CPU from whichever row ran next (the hook row
+    # read +6.8 ms over the floor in a 7-round run, +2.7 a round before):
+    # every row first waits, untimed, until no child of this index is left.
+    for v in vs:
+        v["pre"] = (lambda before=v.get("pre"): (before and before(), measure.wait_for_background(index_path)))
     return vs
 
 

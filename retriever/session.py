@@ -129,15 +129,15 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
     if not isinstance(session_id, str) or not session_id:
         return None
     now = time.time() if now is None else now
+    key = _key(runner, session_id, agent_id)
     if store is not None:
         sessions, writable = store.setdefault("sessions", {}), False
     else:
         path = path or state_path()
-        sessions, writable = load(path, now)
+        sessions, writable = load(path, now, key)
         if writable is None:
             return None
     prune(sessions, now)
-    key = _key(runner, session_id, agent_id)
     entry = _clean(sessions.get(key))
     if entry is None:
         # Stored by ``record``, if it saves.
@@ -288,12 +288,39 @@ def state_path():
     return locate.cache_dir() + "/" + _FILE
 
 
-def load(path, now):
+# The file is one JSON document, written a session a line:
+#
+#     {"v":1,"sessions":{
+#     "<key>":{"t":...,"n":...},
+#     "<key>":{"t":...}
+#     }}
+#
+# so a prompt parses only its own session's line, reads the others' clock
+# from the first bytes of theirs, and writes them back as the bytes it
+# read (``_Line``): parsing and encoding a full file (100 sessions) was
+# most of the memory's cost, on every prompt that saves.  A file of
+# another shape (an older one, one edited by hand) is parsed whole.  The
+# others' lines are checked for shape only (a key of ours, a clock, a
+# whole object): the file is the user's own, written atomically.
+_HEAD = b'{"v":1,"sessions":{\n'
+_TAIL = b"\n}}\n"
+
+
+class _Line(dict):
+    """Another session's entry as the state file holds it: its clock
+    (``t``, what ``prune`` reads) and, in ``raw``, its line's bytes (key
+    and entry), written back as they were."""
+    __slots__ = ("raw",)
+
+
+def load(path, now, key=None):
     """``(sessions, writable)`` from the state file at ``path``: its
     sessions (empty when it is missing, damaged, expired or not ours), and
     whether it may be replaced: True, False when something not ours sits
     there (a link, a folder, another user's file), None when its folder is
-    not the user's own and closed to others (then nothing is kept)."""
+    not the user's own and closed to others (then nothing is kept).
+    Session ``key``'s entry is parsed (``begin`` checks it whole); the
+    others are ``_Line``s where the file is in lines."""
     folder = path.rsplit("/", 1)[0]
     if not _private_folder(folder):
         return {}, None
@@ -312,6 +339,8 @@ def load(path, now):
         raw = _read(fd, st.st_size)
     finally:
         posix.close(fd)
+    if raw.startswith(_HEAD) and raw.endswith(_TAIL):
+        return _lines(raw[len(_HEAD):-len(_TAIL)], key), True
     try:
         doc = jsonlite.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
@@ -324,19 +353,56 @@ def load(path, now):
         # "t" for ``prune`` and are written back as they were (``save``
         # checks them all only if one cannot be written).  Checking all
         # of them was 40% of a prompt's memory cost with a full file.
-        for key, raw_entry in found.items():
+        for k, raw_entry in found.items():
             t = raw_entry.get("t") if isinstance(raw_entry, dict) else None
             if _number(t):
-                sessions[key] = raw_entry
+                sessions[k] = raw_entry
     return sessions, True
+
+
+def _lines(body, key):
+    # The sessions of a file in lines (``_HEAD``): session ``key``'s
+    # parsed, the others as ``_Line``s; a line that is not a session's
+    # (damaged, edited) is dropped, and the others kept.
+    sessions = {}
+    want = key.encode("ascii", "replace") if isinstance(key, str) else None
+    for line in body.split(b"\n"):
+        if line[-1:] == b",":
+            line = line[:-1]
+        end = line.find(b'":', 1)
+        k = line[1:end]
+        if end < 0 or line[:1] != b'"' or not k.isalnum():
+            continue  # keys are ours: hashes (``_key``)
+        if line[-1:] != b"}":
+            continue  # cut short: damaged (the others are still read)
+        if k == want or line[end + 2:end + 7] != b'{"t":':
+            # This session's (``begin`` checks it whole), or one whose
+            # clock is not first (written by hand?): parsed.
+            try:
+                e = jsonlite.loads(line[end + 2:].decode("utf-8"))
+            except (ValueError, RecursionError):
+                continue  # damaged: this session starts over
+            if isinstance(e, dict) and _number(e.get("t")):
+                sessions[k.decode("ascii")] = e
+            continue
+        stop = line.find(b",", end + 7)
+        try:
+            t = float(line[end + 7:stop if stop > 0 else -1])
+        except ValueError:
+            continue
+        if -1e15 < t < 1e15:  # ``_number``; NaN is not
+            e = sessions[k.decode("ascii")] = _Line(t=t)
+            e.raw = line
+    return sessions
 
 
 def save(path, sessions):
     """Replace the state file at ``path`` with ``sessions``, atomically:
     a 0600 temporary file beside it, renamed over it.  Past MAX_FILE_BYTES
     the least recently used sessions are left out."""
+    lines = {}
     while True:
-        data = _encode(sessions)
+        data = _encode(sessions, lines)
         if len(data) <= MAX_FILE_BYTES or len(sessions) <= 1:
             break
         for key in list(sessions)[:max(1, len(sessions) // 4)]:
@@ -372,21 +438,32 @@ def save(path, sessions):
         raise
 
 
-def _encode(sessions):
-    # The file's bytes.  Other sessions' entries go back as ``load`` read
-    # them; one holding what JSON cannot write (NaN, infinity) or nested
-    # past the encoder's depth would stop every save, so then each entry
-    # is checked (``_clean``) and the damaged ones dropped.
-    try:
-        return jsonlite.encode({"v": 1, "sessions": sessions}).encode("utf-8")
-    except (ValueError, TypeError, RecursionError):
-        for key in list(sessions):
-            entry = _clean(sessions[key])
-            if entry is None:
-                del sessions[key]
-            else:
-                sessions[key] = entry
-        return jsonlite.encode({"v": 1, "sessions": sessions}).encode("utf-8")
+def _encode(sessions, lines=None):
+    # The file's bytes, a session a line (``_HEAD``); ``lines`` caches each
+    # key's line between calls.  Other sessions' lines go back as ``load``
+    # read them; an entry holding what JSON cannot write (NaN, infinity)
+    # or nested past the encoder's depth is checked (``_clean``) and, if
+    # damaged, dropped, so it never stops a save.
+    lines = {} if lines is None else lines
+    out = []
+    for key, e in list(sessions.items()):
+        if type(e) is _Line:
+            out.append(e.raw)
+            continue
+        line = lines.get(key)
+        if line is None:
+            try:
+                entry = jsonlite.encode(e)
+            except (ValueError, TypeError, RecursionError):
+                e = _clean(e)
+                if e is None:
+                    del sessions[key]
+                    continue
+                sessions[key] = e
+                entry = jsonlite.encode(e)
+            line = lines[key] = (jsonlite.encode(key) + ":" + entry).encode("ascii")
+        out.append(line)
+    return _HEAD + b",\n".join(out) + _TAIL
 
 
 def prune(sessions, now):

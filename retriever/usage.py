@@ -3,7 +3,7 @@
 Every prompt of a session that a hook answers appends one line to ``usage.log`` in the cache
 folder (mode 0600), a JSON array:
 
-    [1, time, runner, session, injected, tier, loaded, prompt, terms]
+    [1, time, runner, session, injected, tier, loaded, prompt, terms, why]
 
 - ``session``: a hash of the runner's session id ("" without one);
 - ``injected``: the skills injected, each ``[name]`` or ``[name, folder]``
@@ -16,7 +16,13 @@ folder (mode 0600), a JSON array:
   shows no loads (no transcript, no history);
 - ``prompt`` (the message, shortened) and ``terms`` (its analysed terms,
   space-separated, ready for learning): kept only while learning is on
-  (``SKILL_RETRIEVAL_LEARN``), else null.
+  (``SKILL_RETRIEVAL_LEARN``), else null;
+- ``why``: on a prompt a hook answered from an index, "" when the
+  semantic tier answered, else why BM25 answered alone
+  (``service.bm25_reason``); null otherwise (the Hermes plugin's turns, a
+  runner with no skill folders).  Doctor's tally of the tiers reads it
+  (``tier_tally``): one append a prompt, where a second log file was
+  written before.  Lines of nine fields (no ``why``) are read as null.
 
 Cheap on the hot path: one ``O_APPEND`` write of one line, and a 32-byte
 read of the first line's time.  The record is bounded (``MAX_PROMPTS``
@@ -82,15 +88,17 @@ def loaded_names(found):
     return sorted({x for x in found if "/" not in x and ":" not in x})
 
 
-def line(runner, skey, injected, tier, loaded, text=None, terms=None, now=None):
+def line(runner, skey, injected, tier, loaded, text=None, terms=None, now=None, why=None):
     """One record line (bytes, newline-terminated).  ``text`` and
-    ``terms`` are kept as given: pass None when learning is off."""
+    ``terms`` are kept as given: pass None when learning is off.
+    ``why``: see the module's docstring."""
     from retriever import jsonlite
     import time
     now = time.time() if now is None else now
     prompt = " ".join(text.split())[:PROMPT_CHARS] if isinstance(text, str) else None
     words = " ".join(terms) if terms else None
-    return (jsonlite.encode([VERSION, int(now), runner, skey, injected, tier or "", loaded, prompt, words])
+    return (jsonlite.encode([VERSION, int(now), runner, skey, injected, tier or "", loaded, prompt, words,
+                             " ".join(why.split()) if isinstance(why, str) else None])
             + "\n").encode("ascii")
 
 
@@ -212,7 +220,7 @@ def _read(where):
 
 def read(where=None, now=None, days=None, runner=None):
     """The record's entries within its bounds, oldest first, as dicts
-    (t, runner, session, injected, tier, loaded, prompt, terms); damaged
+    (t, runner, session, injected, tier, loaded, prompt, terms, why); damaged
     lines skipped.  ``days``: only the last that many days; ``runner``:
     only that runner's.  Returns ``(entries, damaged lines)``."""
     import time
@@ -239,9 +247,10 @@ def read(where=None, now=None, days=None, runner=None):
 
 def _entry(v):
     # A parsed line as a dict, or None: every field type-checked.
-    if not isinstance(v, list) or len(v) != 9 or v[0] != VERSION:
+    if not isinstance(v, list) or len(v) not in (9, 10) or v[0] != VERSION:
         return None
-    _, t, runner, skey, inj, tier, loaded, prompt, terms = v
+    _, t, runner, skey, inj, tier, loaded, prompt, terms = v[:9]
+    why = v[9] if len(v) == 10 and isinstance(v[9], str) else None
     if not isinstance(t, int) or not isinstance(runner, str) or not isinstance(skey, str) \
             or not isinstance(inj, list) or not isinstance(tier, str):
         return None
@@ -254,7 +263,22 @@ def _entry(v):
         loaded = [x for x in loaded if isinstance(x, str)]
     return {"t": t, "runner": runner, "session": skey, "injected": injected, "tier": tier,
             "loaded": loaded, "prompt": prompt if isinstance(prompt, str) else None,
-            "terms": terms.split() if isinstance(terms, str) else None}
+            "terms": terms.split() if isinstance(terms, str) else None, "why": why}
+
+
+def tier_tally(entries, m=50):
+    """How the last ``m`` prompts a hook answered from an index were
+    answered, over record ``entries`` (``read``): ``{"prompts": M,
+    "bm25": N, "why": {reason: count}}``, reasons without their detail
+    ("helper loading", "turned off", ...), most frequent first."""
+    counted = [e["why"] for e in entries if e.get("why") is not None][-m:]
+    why = {}
+    for w in counted:
+        if w:
+            r = w.split(" (")[0]
+            why[r] = why.get(r, 0) + 1
+    return {"prompts": len(counted), "bm25": sum(why.values()),
+            "why": dict(sorted(why.items(), key=lambda kv: -kv[1]))}
 
 
 def forget(where=None):
@@ -310,16 +334,16 @@ def terms_of(text, analyzer):
     return list(dict.fromkeys(analyze(prose(text), analyzer)))[:MAX_QUERY_TERMS]
 
 
-def note(runner, session_id, text, injected, tier, loaded, analyzer=None):
+def note(runner, session_id, text, injected, tier, loaded, analyzer=None, why=None):
     """Record one prompt of session ``session_id``: ``injected`` (result
-    dicts), ``tier``, ``loaded`` (``loads_since``); the prompt ``text``
-    and its terms under ``analyzer`` (the index's) only while learning
-    is on.  Never raises."""
+    dicts), ``tier``, ``loaded`` (``loads_since``), ``why`` (see the
+    module's docstring); the prompt ``text`` and its terms under
+    ``analyzer`` (the index's) only while learning is on.  Never raises."""
     try:
         learn = learning()
         terms = terms_of(text, analyzer) if learn and analyzer else None
         append(line(runner, session_key(runner, session_id), injected_names(injected), tier, loaded,
-                    text if learn else None, terms))
+                    text if learn else None, terms, why=why))
     except Exception as exc:
         locate.log("usage record: not written (%s: %s)" % (type(exc).__name__, exc))
 

@@ -564,6 +564,22 @@ def test_a_bad_session_start_command_line_is_silent_and_logged(args, cli, log):
 # --------------------------------------------- which tier answered (issue 38)
 
 
+def test_which_tier_answered_goes_into_the_prompts_one_usage_line(hook, cli, cli_env, skills):
+    """One append a prompt: the tier's answer (and why BM25 answered
+    alone) is the usage record's last field, not a second log file that
+    every prompt opened and wrote; doctor counts it from there."""
+    for n in range(2):
+        parse(hook("claude-code", {"prompt": PROMPT, "cwd": "/", "session_id": "t%d" % n}, "--root", skills))
+    parse(hook("claude-code", {"prompt": PROMPT, "cwd": "/"}, "--root", skills))  # no session: not counted
+    cache = os.path.join(cli_env["XDG_CACHE_HOME"], "skill-retrieval")
+    assert not [n for n in os.listdir(cache) if n.startswith("prompt-tiers")]
+    with open(os.path.join(cache, "usage.log")) as f:
+        lines = [json.loads(l) for l in f]
+    assert [l[-1] for l in lines] == ["turned off (SKILL_RETRIEVAL_SEMANTIC=off)"] * 2
+    rep = json.loads(cli("doctor", "--root", skills, "--format", "json", "--no-probe").stdout)
+    assert rep["semantic"]["recent"] == {"prompts": 2, "bm25": 2, "why": {"turned off": 2}}
+
+
 def test_each_prompt_answered_by_bm25_alone_is_logged_with_why_and_doctor_counts_them(hook, cli, skills, log):
     for n in range(2):  # the tier is off here
         parse(hook("claude-code", {"prompt": PROMPT, "cwd": "/", "session_id": "s%d" % n}, "--root", skills))

@@ -341,6 +341,38 @@ def test_a_damaged_entry_of_this_session_starts_it_over_and_others_keep_theirs(t
     assert session.filter(session.begin("other", "claude-code", path=str(path), now=now + 1), r) == []
 
 
+def test_a_save_writes_other_sessions_back_as_read_and_parses_only_its_own(tmp_path, monkeypatch):
+    """A session a line: a prompt parses only its own session's line and
+    writes the others back as the bytes it read (parsing and encoding a
+    full file of 100 sessions was most of the memory's cost); the file
+    stays one JSON document, and a damaged line costs only its session."""
+    path = tmp_path / "sessions.json"
+    now = time.time()
+    r = [{"id": "pdf", "name": "pdf", "path": "/p", "score": 1.0}]
+    for sid in ("a", "b", "c"):
+        session.record(session.begin(sid, "claude-code", path=str(path), now=now - 9), r)
+    lines = path.read_bytes().split(b"\n")
+    assert len(lines) == 6 and json.loads(path.read_text())["v"] == 1
+    key_b = session._key("claude-code", "b", None)
+    # Another session's line as some other writer spelled it, and a
+    # damaged one: the first goes back to the byte, the second is dropped.
+    odd = b'"%s":{"t":%r,"n":1,"g":[[1,"pdf",1.50,""]],"l":[],"x":null}' % (key_b.encode(), now - 9)
+    lines[2] = odd + b","
+    lines[3] = b'"%s":{"t":%r,"n":1,"g":[[1,' % (session._key("claude-code", "c", None).encode(), now - 9)
+    path.write_bytes(b"\n".join(lines))
+    parsed = []
+    real = session.jsonlite.loads
+    monkeypatch.setattr(session.jsonlite, "loads", lambda text: parsed.append(text) or real(text))
+    memo = session.begin("a", "claude-code", path=str(path), now=now)
+    assert len(parsed) == 1 and memo["entry"]["n"] == 2  # its own line, and only that
+    session.record(memo, [dict(r[0], id="docx")])
+    data = path.read_bytes()
+    assert odd + b",\n" in data
+    doc = json.loads(data)
+    assert set(doc["sessions"]) == {key_b, session._key("claude-code", "a", None)}
+    assert session.filter(session.begin("b", "claude-code", path=str(path), now=now + 1), r) == []
+
+
 def test_a_symlinked_state_file_is_ignored_and_left_alone(hook, cli_env, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")

@@ -630,18 +630,15 @@ def _log_tail(since):
 
 
 def recent_tiers(m=50):
-    """How the last ``m`` prompts the hooks answered were answered:
-    ``{"prompts": M, "bm25": N, "why": {reason: count}}``, reasons without
-    their detail ("helper loading", "turned off", ...), most frequent first."""
-    from retriever.runners import hook
-    lines = hook.recent_tiers(m)
-    why = {}
-    for l in lines:
-        if l.startswith("bm25 "):
-            r = l[5:].split(" (")[0]
-            why[r] = why.get(r, 0) + 1
-    return {"prompts": len(lines), "bm25": sum(why.values()),
-            "why": dict(sorted(why.items(), key=lambda kv: -kv[1]))}
+    """How the last ``m`` prompts the hooks answered were answered
+    (``usage.tier_tally`` over the usage record): ``{"prompts": M,
+    "bm25": N, "why": {reason: count}}``."""
+    from retriever import usage
+    try:
+        entries = usage.read()[0]
+    except Exception:  # a doctor must report, not crash
+        entries = []
+    return usage.tier_tally(entries, m)
 
 
 def check_runner(report, runner, projects=()):

@@ -17,7 +17,6 @@ Hot path: runs under ``python -I -S`` right after ``retriever.cli.entry``, so it
 imports only built-in modules and the query path (no json, re, os).
 """
 
-import posix
 import sys
 
 from retriever import locate
@@ -202,8 +201,11 @@ def _answer(runner, opts, text, payload, note=None):
     note["sid"] = sid
     out, _, path = answer_in_session(runner, text, req, session_memory(runner, payload, sid), note=note)
     if path is not None:
-        # Doctor's probe names no session: logged, not counted.
-        note_tier(runner, req.get("bm25_why"), count=sid is not None)
+        # Which tier answered: counted in the usage record (``run``, one
+        # append a prompt); doctor's probe names no session, so it is
+        # logged here but not recorded.
+        note["why"] = req.get("bm25_why") or ""
+        note_tier(runner, req.get("bm25_why"))
     return out, path
 
 
@@ -245,48 +247,14 @@ def answer_in_session(runner, text, req, memo, idx=None, note=None):
 
 # ------------------------------------------------- which tier answered
 
-TIERS_FILE = "prompt-tiers.log"  # in the cache folder: one line per prompt a hook answered
-TIERS_KEEP = 16384  # bytes; past that the file moves to <name>.1 (doctor reads both)
-
-
-def note_tier(runner, why, count=True):
+def note_tier(runner, why):
     """An answer by BM25 alone (``why``: ``service.bm25_reason``) gets one
-    line in the log; with ``count``, which tier answered goes to the
-    prompt tally ``doctor`` reads: "tier" or "bm25 <why>".  Never raises."""
+    line in the log; which tier answered each prompt of a session is
+    counted in the usage record (``usage.tier_tally``).  Never raises."""
     if why:
         # Turned off, every prompt says so: that routine line does not
         # create the cache folder (no ``os`` import on the hot path).
         locate.log("hook %s: answered by BM25 alone: %s" % (runner, why), make=not why.startswith("turned off"))
-    if not count:
-        return
-    try:
-        path = locate.cache_dir() + "/" + TIERS_FILE
-        fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NONBLOCK
-                        | posix.O_CLOEXEC | posix.O_NOFOLLOW, 0o600)
-        try:
-            st = posix.fstat(fd)
-            if st.st_mode & 0o170000 != 0o100000:
-                return  # only a regular file of ours is written
-            posix.write(fd, ("bm25 %s\n" % " ".join(why.split()) if why else "tier\n").encode("utf-8", "replace"))
-        finally:
-            posix.close(fd)
-        if st.st_size > TIERS_KEEP:
-            posix.rename(path, path + ".1")
-    except Exception:
-        pass
-
-
-def recent_tiers(m=50):
-    """The last ``m`` lines ``note_tier`` wrote, oldest first (for doctor)."""
-    base = locate.cache_dir() + "/" + TIERS_FILE
-    lines = []
-    for path in (base + ".1", base):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                lines += f.read().splitlines()
-        except OSError:
-            pass
-    return [l for l in lines if l == "tier" or l.startswith("bm25 ")][-m:]
 
 
 # -------------------------------------------------------------------- run
@@ -345,7 +313,7 @@ def run(runner, opts=None):
         # After the answer is out: recording never delays or fails a prompt.
         from retriever import usage
         usage.note(runner, note["sid"], text, note.get("injected") or (), note.get("tier"), note.get("loaded"),
-                   note.get("analyzer"))
+                   note.get("analyzer"), note.get("why"))
         if (note.get("loaded") or note.get("relearn")) and path and usage.learning():
             # New loads, or a rebuilt index: fold the record into what is
             # learnt, in a detached child (the runner waits for this

@@ -149,8 +149,9 @@ def test_claude_code_session_start_warms_the_helper_for_the_first_prompt(mock_ll
     assert "- **git-bisect**" in prompts[0], diag(events, home)
     bodies = [json.dumps(r.get("body")) for r in mock_llm.requests]
     assert any("git-bisect" in b for b in bodies), diag(events, home)
-    tally = (home / ".cache" / "skill-retrieval" / "prompt-tiers.log").read_text().splitlines()
-    assert tally == ["tier"], diag(events, home)
+    # Which tier answered, as doctor counts it (from the usage record).
+    doc = json.loads(skr(["doctor", "--format", "json", "--no-probe"], home, tier_env).stdout)
+    assert doc["semantic"]["recent"] == {"prompts": 1, "bm25": 0, "why": {}}, diag(events, home)
 
 
 # ----------------------------------------------------- Codex and Gemini CLI
@@ -212,8 +213,8 @@ def test_codex_session_start_warms_the_helper_for_the_first_prompt(mock_llm, tmp
     skr(["serve", "--stop"], home, env)
     out = first_prompt_after_typing(codex_home / "hooks.json", "UserPromptSubmit", "codex", home, project, env)
     assert "- **git-bisect**" in out, out
-    tally = (home / ".cache" / "skill-retrieval" / "prompt-tiers.log").read_text().splitlines()
-    assert tally[-1] == "tier", tally
+    last = json.loads(skr(["last", "--format", "json"], home, env).stdout)
+    assert last[-1]["tier"] == "bm25+semantic", last
 
 
 def test_gemini_cli_session_start_warms_the_helper_for_the_first_prompt(tmp_path, tier_env):
