@@ -54,6 +54,7 @@ def new_state(roots=None, index_path=None, interval="env"):
         "load_lock": threading.Lock(),  # one load or rebuild at a time
         "mu": threading.Lock(),         # guards the refresher fields and "sessions"
         "pending": None, "refresher": None,
+        "relearn": False, "learner": None,  # the fold of what was learnt (``relearn``)
         "last_check": 0.0, "failed_at": None,
         "builds": {},    # thread id -> (tools, toolsets, names) of the last index build
         "sessions": {},  # session id -> {"tools": (tools, toolsets), "names": set}
@@ -178,15 +179,42 @@ def _refresh_loop(state):
                          else "no skills are injected until it is fixed"))
 
 
+def relearn(state):
+    """Fold the usage record into the learnt table of the index in memory
+    (``usage.relearn``) in a background thread, coalesced as ``refresh``
+    is: one fold at a time, and a turn that saw loads meanwhile makes it
+    run once more.  Folds running side by side could finish out of order
+    and leave the table of an older reading of the record."""
+    with state["mu"]:
+        state["relearn"] = True
+        if state["learner"] is not None:
+            return
+        t = threading.Thread(target=_relearn_loop, args=(state,), daemon=True, name="skill-retrieval-learn")
+        state["learner"] = t
+    t.start()
+
+
+def _relearn_loop(state):
+    from retriever import usage
+    while True:
+        with state["mu"]:
+            again, state["relearn"] = state["relearn"], False
+            if not again:
+                state["learner"] = None
+                return
+        if state["path"]:
+            usage.relearn(state["path"])  # never raises; the next turn reads it (``with_learnt``)
+
+
 def wait_idle(state, timeout=30.0):
-    """Wait for a running refresh to finish (tests, benchmarks)."""
+    """Wait for a running refresh and fold to finish (tests, benchmarks)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with state["mu"]:
-            t = state["refresher"]
-        if t is None:
+            busy = [t for t in (state["refresher"], state["learner"]) if t is not None]
+        if not busy:
             return True
-        t.join(max(0.0, deadline - time.monotonic()))
+        busy[0].join(max(0.0, deadline - time.monotonic()))
     return False
 
 
@@ -300,8 +328,7 @@ def retrieve(state, text, session_id="", platform="", history=None):
         if (loaded or idx.get("learnt") is False) and usage.learning():
             # As a hook does after a turn that saw loads (or whose index
             # was rebuilt since the table was folded), off the turn.
-            threading.Thread(target=usage.relearn, args=(state["path"],), daemon=True,
-                             name="skill-retrieval-learn").start()
+            relearn(state)
     return results
 
 
@@ -313,7 +340,10 @@ def with_learnt(state, idx):
     import os
     from retriever import learn, usage
     if not usage.learning():
-        idx.pop("learnt", None)
+        # An assignment, never a removal: a turn of another thread may be
+        # reading the table (gateway turns run in several threads).
+        if idx.get("learnt") is not None:
+            idx["learnt"] = None
         return
     try:
         st = os.stat(learn.path(state["path"]))

@@ -2,8 +2,7 @@
 plugin still serves its turns, but folds nothing and ranks with nothing
 learnt (tests/test_learn.py has the plugin learning when it is on)."""
 
-import time
-
+from hermes_plugin import runtime
 from retriever import learn
 from test_hermes_plugin import hermes_home, injected, start, turn_kwargs  # noqa: F401  (the fixture)
 
@@ -23,12 +22,12 @@ def loaded(ask, skill):
 def test_with_learning_off_the_hermes_plugin_learns_nothing(hermes_home, monkeypatch, tmp_path):
     monkeypatch.setenv("SKILL_RETRIEVAL_SEMANTIC", "off")
     monkeypatch.setenv("SKILL_RETRIEVAL_LEARN", "off")
-    ctx, _ = start()
+    ctx, state = start()
     hook = ctx.hook()
     for n in range(3):
         sid = "off%d" % n
         hook(**turn_kwargs(JARGON, session_id=sid))
         hook(**turn_kwargs("thanks", session_id=sid, conversation_history=loaded(JARGON, "meeting-notes")))
-    time.sleep(1.0)  # room for a fold that should not happen
+    assert runtime.wait_idle(state)  # a fold, had one been started
     assert not list((tmp_path / "cache" / "skill-retrieval").glob(learn.PREFIX + "*"))
     assert injected(hook(**turn_kwargs(JARGON + " for today"))) == []

@@ -213,8 +213,9 @@ def test_the_hermes_plugin_learns_from_the_skills_it_sees_loaded(hermes_home, tm
     """The plugin records each turn and the ``skill_view`` calls in the
     conversation Hermes passes; it also folds the record after a turn
     that saw loads and ranks with what was learnt, as a hook does."""
+    from hermes_plugin import runtime
     from test_hermes_plugin import injected, start, turn_kwargs
-    ctx, _ = start()
+    ctx, state = start()
     hook = ctx.hook()
     msg = "grab the morning brief"
     assert "meeting-notes" not in injected(hook(**turn_kwargs(msg + " for today")))
@@ -227,9 +228,6 @@ def test_the_hermes_plugin_learns_from_the_skills_it_sees_loaded(hermes_home, tm
                    {"role": "tool", "tool_call_id": "c1", "content": "# meeting-notes ..."},
                    {"role": "user", "content": "thanks"}]
         hook(**turn_kwargs("thanks", session_id=sid, conversation_history=history))
-    cache = tmp_path / "cache" / "skill-retrieval"
-    deadline = time.monotonic() + 20
-    while not list(cache.glob(learn.PREFIX + "*")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert runtime.wait_idle(state)  # the folds, one at a time, the last after the last load
     assert injected(hook(**turn_kwargs(msg + " for today"))) == ["meeting-notes"]
     assert injected(hook(**turn_kwargs("extract the text of my scanned pdf with ocr"))) == ["pdf-ocr"]
