@@ -45,6 +45,7 @@ IGNORED = 0.1
 PENALTY = 0.2
 WEIGHT = 2.0  # a learnt term's score at most: about one strong field match (BM25's (k1 + 1) x IDF)
 MIN_EVIDENCE = 0.3  # for a term to count as the user's name for a skill (one load)
+LEARNT_WORDS = 2  # words of a message a skill must have learnt for any of them to count
 MAX_TERMS = 4000
 MAX_BYTES = 1 << 20
 
@@ -266,6 +267,8 @@ def apply(idx, table, terms, acc, found):
     n_docs = idx["header"]["n_docs"]
     added, heads = {}, {}
     named = {}  # word -> (its term number, skills it names)
+    rows = []
+    words = {}  # skill number -> the message's words with a gain for it
     for t in terms + pairs(terms):
         row = _row(table, t)
         if row is None:
@@ -273,12 +276,22 @@ def apply(idx, table, terms, acc, found):
         i, skills = row
         if not 0 <= i < len(idf):
             continue
+        rows.append((t, i, skills))
+        for n, v in skills.items():
+            if v > 0:
+                words.setdefault(n, set()).update(t.split(" "))
+    for t, i, skills in rows:
         w = idf[i]
         for n, v in skills.items():
             if not 0 <= n < n_docs:
                 continue
             if v <= 0 and n not in acc:
                 continue  # a loss lowers a score; it never makes a candidate
+            if v > 0 and len(words[n]) < LEARNT_WORDS:
+                # One word of a taught phrase is not the phrase: after
+                # "grab the morning brief", "good morning!" and "grab my
+                # coffee" were given the skill loaded after it.
+                continue
             s = WEIGHT * w * v / (v + 1.0) if v > 0 else -PENALTY * w * min(1.0, -v)
             acc[n] = acc.get(n, 0.0) + s
             added[n] = added.get(n, 0.0) + s

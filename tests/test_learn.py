@@ -143,11 +143,22 @@ def test_evidence_decays_and_everyday_words_learn_little():
 
 def test_learnt_scores_are_bounded_and_a_damaged_line_costs_only_its_term():
     idx = {"idf": [2.0, 3.0], "header": {"n_docs": 3}}
-    table = learn.encode({"brief": [1, {"2": 1000.0}], "bad": [0, {"x": "y"}]}) + b"\nworse\tnot a row\n"
+    table = learn.encode({"brief": [1, {"2": 1000.0}], "morning": [0, {"2": 1000.0}], "bad": [0, {"x": "y"}]}) \
+        + b"\nworse\tnot a row\n"
     acc, found = {}, {}
-    added, heads = learn.apply(idx, table, ["brief", "bad", "worse", "none"], acc, found)
-    assert acc == added and acc[2] == pytest.approx(learn.WEIGHT * 3.0, rel=1e-3)
-    assert heads == {2: {"brief"}} and found == {"brief": (1, [2])}
+    added, heads = learn.apply(idx, table, ["morning", "brief", "bad", "worse", "none"], acc, found)
+    assert acc == added and acc[2] == pytest.approx(learn.WEIGHT * (2.0 + 3.0), rel=1e-3)
+    assert heads == {2: {"morning", "brief"}} and found == {"morning": (0, [2]), "brief": (1, [2])}
+
+
+def test_one_word_of_a_taught_phrase_is_not_the_phrase(hook, tmp_path, cli_env):
+    """After "grab the morning brief" taught rss-digest, a message that
+    shares one of its words gets nothing from it: "good morning!" and
+    "grab my coffee" were given rss-digest."""
+    teach(hook, tmp_path, cli_env, env=BM25)
+    assert "rss-digest" in hook("grab the morning brief for today", "s9", Transcript(tmp_path / "t9").path, env=BM25)
+    for n, msg in enumerate(["good morning!", "grab my coffee", "morning all"]):
+        assert hook(msg, "c%d" % n, Transcript(tmp_path / ("c%d" % n)).path, env=BM25) == "", msg
 
 
 def test_every_term_of_a_table_is_found_and_no_other():
