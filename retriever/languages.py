@@ -42,6 +42,7 @@ LISTS = {
         necesitamos muy más mas menos también pero porque pues si sí ya aún todavía cada otro
         otra otros otras todo toda todos todas algo alguno alguna nada mucho mucha muchos poco
         hazme dame ayúdame hacer puedes favor
+        uno ningún ninguno ninguna algún algunos algunas cualquier cualquiera ambos ambas varios varias
     """,
     "pt": """
         o os a as um uma uns umas ao aos à às do da dos das de em no na nos nas num numa e ou
@@ -52,6 +53,7 @@ LISTS = {
         há posso pode podem podemos quero preciso precisamos muito muita mais menos também mas
         porque pois sim já ainda cada outro outra outros outras todo toda todos todas algo
         nada não faça faz favor ajude
+        algum alguma alguns algumas nenhum nenhuma qualquer quaisquer ambos ambas vários várias
     """,
     "de": """
         der das dem den des ein eine einer eines einem einen und oder aber doch sondern denn
@@ -63,6 +65,8 @@ LISTS = {
         kannst können muss musst müssen soll sollen möchte möchten will nicht kein keine
         keinen auch noch schon nur sehr mehr jetzt hier dort dieser diese dieses diesem
         diesen jeder jede jedes alle alles etwas nichts bitte mal
+        derselbe dieselbe dasselbe derselben denselben demselben jemand niemand irgendein irgendeine beide
+        beiden einige einigen mehrere manche solche
     """,
     "fr": """
         le la les un une des du de au aux et ou ni mais donc car que qui quoi quel quelle
@@ -73,6 +77,7 @@ LISTS = {
         faire peux peut pouvons pouvez peuvent veux veut voudrais dois doit faut pas ne
         plus moins très aussi encore déjà tout toute tous toutes chaque autre autres rien
         quelque y en svp
+        aucun aucune quelques plusieurs chacun chacune
     """,
 }
 

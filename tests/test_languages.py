@@ -25,6 +25,7 @@ SKILLS = [
     ("k8s-certs", "Rotate Kubernetes TLS certificates and kubeconfig credentials of a cluster."),
     ("git-bisect", "Find the commit that introduced a regression with git bisect."),
     ("release-notes", "Generate release notes from the commits since the last tag, grouped by change type."),
+    ("uno-platform", "Build cross-platform .NET apps with the Uno Platform from one codebase."),
 ]
 
 
@@ -47,6 +48,12 @@ def test_spanish_function_words_are_no_evidence(hook):
     assert hook("necesito una proyección financiera a 3 años para un inversionista ángel") is None
 
 
+def test_spanish_determiners_are_function_words_too(hook):
+    # "uno" (one), "ninguna" (none): a follow-up about an email sequence
+    # was given the Uno Platform's skills.
+    assert hook("¿y uno para los que el día 5 todavía no han creado ninguna factura?") is None
+
+
 def _index(tmp_path, skills):
     path = str(tmp_path / "idx.skr")
     scope = build.resolve([str(skills)])
@@ -56,6 +63,7 @@ def _index(tmp_path, skills):
 
 @pytest.mark.parametrize("text, lang", [
     ("necesito una proyección financiera para un inversionista", "es"),
+    ("¿y uno para los que todavía no han creado ninguna factura?", "es"),
     ("preciso de uma planilha com os custos do projeto para a equipe", "pt"),
     ("ich möchte die Tabelle in Postgres partitionieren, wie mache ich das", "de"),
     ("je voudrais un audit SEO de mon site avec les balises", "fr"),
@@ -69,7 +77,7 @@ def test_a_message_in_another_language_is_told_and_its_function_words_dropped(tm
     q = query.parse(idx, text)
     assert q["lang"] == lang
     if lang and lang != "cjk":
-        assert not set(q["terms"]) & {"para", "de", "la", "un", "die", "les", "os", "com"}
+        assert not set(q["terms"]) & {"para", "de", "la", "un", "die", "les", "os", "com", "uno", "ninguna"}
     if not lang:
         assert q["terms"] == query.query_terms(dict(idx, header=dict(idx["header"], lang=None)), text)
 
