@@ -185,9 +185,11 @@ def relearn(state):
     is: one fold at a time, and a turn that saw loads meanwhile makes it
     run once more.  Folds running side by side could finish out of order
     and leave the table of an older reading of the record."""
+    if not state.get("path"):
+        return  # no index file of ours: no table to fold into
     with state["mu"]:
         state["relearn"] = True
-        if state["learner"] is not None:
+        if state.get("learner") is not None:
             return
         t = threading.Thread(target=_relearn_loop, args=(state,), daemon=True, name="skill-retrieval-learn")
         state["learner"] = t
@@ -337,6 +339,9 @@ def with_learnt(state, idx):
     ``idx`` while learning is on, as ``service.answer`` does for a hook:
     read again when its file changed (one stat a turn), or when ``idx``
     is a freshly loaded index."""
+    path = state.get("path")
+    if not path or not isinstance(idx, dict):
+        return  # an index not loaded from a file of ours has no table
     import os
     from retriever import learn, usage
     if not usage.learning():
@@ -346,13 +351,13 @@ def with_learnt(state, idx):
             idx["learnt"] = None
         return
     try:
-        st = os.stat(learn.path(state["path"]))
+        st = os.stat(learn.path(path))
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
     except OSError:
         key = None
     if state.get("learnt_key") != key or "learnt" not in idx:
         state["learnt_key"] = key
-        idx["learnt"] = learn.load(state["path"]) if key else None
+        idx["learnt"] = learn.load(path) if key else None
 
 
 def make_pre_llm_call(state):
