@@ -54,7 +54,7 @@ def new_state(roots=None, index_path=None, interval="env"):
         "load_lock": threading.Lock(),  # one load or rebuild at a time
         "mu": threading.Lock(),         # guards the refresher fields and "sessions"
         "pending": None, "refresher": None,
-        "relearn": False, "learner": None,  # the fold of what was learnt (``relearn``)
+        "relearn": None, "learner": None,  # the fold of what was learnt (``relearn``)
         "last_check": 0.0, "failed_at": None,
         "builds": {},    # thread id -> (tools, toolsets, names) of the last index build
         "sessions": {},  # session id -> {"tools": (tools, toolsets), "names": set}
@@ -153,30 +153,17 @@ def ensure_index(state):
 def refresh(state, reason):
     """Reload in the background (coalesced: one refresher thread at a time,
     and a request made while it runs makes it run once more)."""
-    with state["mu"]:
-        state["pending"] = reason
-        if state["refresher"] is not None:
-            return
-        t = threading.Thread(target=_refresh_loop, args=(state,), daemon=True,
-                             name="skill-retrieval-refresh")
-        state["refresher"] = t
-    t.start()
+    _coalesced(state, "pending", "refresher", reason, _refresh_once, "skill-retrieval-refresh")
 
 
-def _refresh_loop(state):
-    while True:
-        with state["mu"]:
-            reason, state["pending"] = state["pending"], None
-            if reason is None:
-                state["refresher"] = None
-                return
-        try:
-            _open(state, reason)
-        except Exception as exc:
-            state["failed_at"] = time.monotonic()
-            warn_once(state, "Skill retrieval: index error (%s: %s); %s"
-                      % (type(exc).__name__, exc, "keeping the previous index" if state["idx"] is not None
-                         else "no skills are injected until it is fixed"))
+def _refresh_once(state, reason):
+    try:
+        _open(state, reason)
+    except Exception as exc:
+        state["failed_at"] = time.monotonic()
+        warn_once(state, "Skill retrieval: index error (%s: %s); %s"
+                  % (type(exc).__name__, exc, "keeping the previous index" if state["idx"] is not None
+                     else "no skills are injected until it is fixed"))
 
 
 def relearn(state):
@@ -187,25 +174,36 @@ def relearn(state):
     and leave the table of an older reading of the record."""
     if not state.get("path"):
         return  # no index file of ours: no table to fold into
+    _coalesced(state, "relearn", "learner", True, _relearn_once, "skill-retrieval-learn")
+
+
+def _relearn_once(state, _):
+    from retriever import usage
+    if state["path"]:
+        usage.relearn(state["path"])  # never raises; the next turn reads it (``with_learnt``)
+
+
+def _coalesced(state, job, worker, value, body, name):
+    # Run body(state, value) in a thread of its own, one at a time: state[job]
+    # holds the latest request (None: none), state[worker] the thread; a
+    # request made while it runs makes it run once more.
     with state["mu"]:
-        state["relearn"] = True
-        if state.get("learner") is not None:
+        state[job] = value
+        if state.get(worker) is not None:
             return
-        t = threading.Thread(target=_relearn_loop, args=(state,), daemon=True, name="skill-retrieval-learn")
-        state["learner"] = t
+        t = threading.Thread(target=_work, args=(state, job, worker, body), daemon=True, name=name)
+        state[worker] = t
     t.start()
 
 
-def _relearn_loop(state):
-    from retriever import usage
+def _work(state, job, worker, body):
     while True:
         with state["mu"]:
-            again, state["relearn"] = state["relearn"], False
-            if not again:
-                state["learner"] = None
+            value, state[job] = state[job], None
+            if value is None:
+                state[worker] = None
                 return
-        if state["path"]:
-            usage.relearn(state["path"])  # never raises; the next turn reads it (``with_learnt``)
+        body(state, value)
 
 
 def wait_idle(state, timeout=30.0):
