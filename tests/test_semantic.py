@@ -1388,3 +1388,38 @@ def test_an_embedding_process_reuses_its_memory_batch_after_batch(tmp_path, wher
     assert proc.returncode == 0, proc.stderr
     got = [int(x) for x in faults.read_text().split()]
     assert got and max(got) < 500, got
+
+
+def test_a_chinese_message_in_the_words_a_skill_was_described_in_gets_it(tmp_path):
+    """An English library whose one skill names its subject in Chinese too
+    ("Yuanbao (元宝) groups"): a Chinese message in those words is
+    not a few borrowed terms, and BM25's share follows its coverage.
+    Before, the foreign discount left it to the encoder, which does not
+    know the product's name: in the 1,098 skills of the mixed corpus
+    nothing was injected (gate 0.53 < 0.54; eval/cjk_queries.jsonl).
+    In this small library the tier answered right before too; the
+    share is what is checked."""
+    from retriever import build, store
+    from retriever.semantic import inproc
+    root = make_tree(tmp_path / "skills")
+    make_skill(root, "chat/yuanbao", {"name": "yuanbao", "description": "Yuanbao (元宝) groups: @mention users, "
+                                      "look up group info and members.", "tags": ["yuanbao", "元宝", "艾特"]},
+               body="Reply with @nickname to mention someone in the group.")
+    index = str(tmp_path / "index.skr")
+    scope = build.resolve([str(root)])
+    scope["disabled"] = set()
+    build.build(scope, index)
+    p = inproc.Provider()
+    idx = store.load(index)
+    assert p.wait(index, idx, timeout=120), p.status
+    from retriever.semantic import fuse
+    why = {}
+    results, tiers = semantic.search(idx, index, "在群里艾特元宝，问一下今天的会议", 5, p, explain=why)
+    assert tiers == ("bm25", "semantic")
+    assert [r["name"] for r in results] == ["yuanbao"]
+    assert why["alpha"] == fuse.ALPHA  # the share of a query BM25 covers well
+    # A Chinese message that only borrows an English word keeps the
+    # foreign share: its words are not what the skill says it is for.
+    why = {}
+    semantic.search(idx, index, "帮我把扫描的PDF文件里的文字提取出来", 5, p, explain=why)
+    assert why["alpha"] == fuse.ALPHA_FOREIGN

@@ -123,6 +123,16 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, co
         # which the encoder never saw: in a message in another language
         # or script too, BM25's share follows its coverage.
         alpha = max(alpha, fuse.alpha_for("", cover_best))
+    elif bm_top and alpha == fuse.ALPHA_FOREIGN and fuse.non_latin_share(text) > 0.3:
+        # A message in another script whose words BM25's best skill holds in
+        # its own name or description: its author wrote it for messages in
+        # that script (a Chinese keyword in an English library), so those
+        # are not a few borrowed terms; BM25's share follows its coverage.
+        from retriever import store
+        _, name, _, desc, _ = store.doc(idx, bm_top[0][0])
+        if dc.head_coverage(idx, q["found"], name, desc, q["n_scored"]) > 0.0 and \
+                fuse.non_latin_share(desc) > 0.0:
+            alpha = max(alpha, fuse.alpha_for("", cover_best))
     rank_cos = cos
     if context is not None:
         rank_cos = _with_prior_cos(context, client.index_key(idx["header"]), cos, q["words"],
