@@ -271,7 +271,13 @@ def variants_for(size, roots, index_path, pkl, oj, env):
     """The measured variants of one size, floor first."""
     dq = os.path.join(HERE, "dict_query.py")
     rq = os.path.join(HERE, "rebuild_query.py")
-    deep, deep_pre = deep_session(os.path.dirname(index_path), env)
+    # The deep session keeps its own cache folder: its transcript's loads
+    # teach (and its injections not loaded penalise) the learnt table of
+    # this index (retriever.learn), which in a shared folder moved the
+    # other rows' answers mid-run ("runs printed nothing where shipped
+    # answers", top-1 flipping between bench runs).
+    deep_env = dict(env, XDG_CACHE_HOME=env["XDG_CACHE_HOME"] + "-deep")
+    deep, deep_pre = deep_session(os.path.dirname(index_path), deep_env)
     vs = [
         {"name": "floor", "label": "floor: python -I -S -c pass",
          "make": lambda q: ([PY, "-I", "-S", "-c", "pass"], None, env)},
@@ -286,7 +292,7 @@ def variants_for(size, roots, index_path, pkl, oj, env):
         # __main__.py (the same file a site-packages install holds).  The
         # console script pip writes is what they would run without it.
         {"name": "hook-deep", "label": "hook, 5th prompt of a session (512 KiB transcript)",
-         "make": lambda q: (hook_argv(index_path, roots), deep(q), env), "pre": deep_pre},
+         "make": lambda q: (hook_argv(index_path, roots), deep(q), deep_env), "pre": deep_pre},
         # The bench's HOME has no Claude Code skills, so the child it forks
         # finds nothing to index and exits: the row is the runner's wait.
         {"name": "warm", "label": "session-start hook: warm claude-code",
@@ -428,6 +434,7 @@ def main(argv=None):
     cache = os.path.abspath(args.cache)
     os.makedirs(cache, exist_ok=True)
     env = measure.base_env(cache)
+    measure.forget_use(env)
     t_start = time.time()
     key = source_key()
     report = {"python": PY, "version": sys.version.split()[0], "runs": runs, "sizes": sizes,

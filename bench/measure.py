@@ -187,6 +187,19 @@ def base_env(cache):
     return env
 
 
+def forget_use(env):
+    """Start a bench run with no usage record, learnt table or session
+    memory left by an earlier run in the bench's cache folders (``env``'s
+    and the deep session's): what was learnt changes the answers, and the
+    rows must see the same state in every run."""
+    import glob
+    for home in (env["XDG_CACHE_HOME"], env["XDG_CACHE_HOME"] + "-deep"):
+        folder = os.path.join(home, "skill-retrieval")
+        for pattern in ("usage.log*", "learnt-*", "sessions.json"):
+            for path in glob.glob(os.path.join(folder, pattern)):
+                os.unlink(path)
+
+
 def wait_for_background(index_path, limit=60.0):
     """Wait until no detached revalidation child of ``index_path`` is left,
     so it does not steal CPU from the next group (reads /proc; kills nothing)."""
