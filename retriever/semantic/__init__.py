@@ -117,22 +117,7 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, co
     # turns that need none (helper.packed), an encoder number like the rest.
     chat = cos.pop(CHAT, None)
     cover_best = dc.confidence(idx, q["found"], bm_top[0][0], q["n_scored"]) if bm_top else 0.0
-    alpha = fuse.alpha_for(text, cover_best, q["lang"])
-    if bm_top and (q["learnt"] or {}).get(bm_top[0][0], 0.0) > 0.0:
-        # BM25's best is named by the user's own words (retriever.learn),
-        # which the encoder never saw: in a message in another language
-        # or script too, BM25's share follows its coverage.
-        alpha = max(alpha, fuse.alpha_for("", cover_best))
-    elif bm_top and alpha == fuse.ALPHA_FOREIGN and fuse.non_latin_share(text) > 0.3:
-        # A message in another script whose words BM25's best skill holds in
-        # its own name or description: its author wrote it for messages in
-        # that script (a Chinese keyword in an English library), so those
-        # are not a few borrowed terms; BM25's share follows its coverage.
-        from retriever import store
-        _, name, _, desc, _ = store.doc(idx, bm_top[0][0])
-        if dc.head_coverage(idx, q["found"], name, desc, q["n_scored"]) > 0.0 and \
-                fuse.non_latin_share(desc) > 0.0:
-            alpha = max(alpha, fuse.alpha_for("", cover_best))
+    alpha = fuse.alpha_for(text, cover_best, q["lang"], bool(bm_top) and native(idx, q, text, bm_top[0][0]))
     rank_cos = cos
     if context is not None:
         rank_cos = _with_prior_cos(context, client.index_key(idx["header"]), cos, q["words"],
@@ -156,6 +141,23 @@ def fused_search(idx, text, k, session, keep=None, decide=True, explain=None, co
     sem = {"spread": (ranked[0] - tenth) if ranked else 0.0, "cos10": tenth,
            "chat": dc.CHAT_UNKNOWN if chat is None else chat}
     return dc.choose(idx, q, cands, k, sem, explain, query.named(idx, q, cands, keep))
+
+
+def native(idx, q, text, best):
+    """Whether BM25's best skill ``best`` holds the parsed message ``q``'s
+    words as its own, so they are no borrowed terms in a message in
+    another language (``fuse.alpha_for``): the user's learnt words name it
+    (``retriever.learn``; the encoder never saw them), or, for a message
+    in another script, its name or description is written in that script
+    too and holds them (an English library's "Yuanbao (元宝) groups")."""
+    if (q["learnt"] or {}).get(best, 0.0) > 0.0:
+        return True
+    from retriever.semantic import fuse
+    if fuse.non_latin_share(text) <= 0.3:
+        return False
+    from retriever import decide as dc, store
+    _, name, _, desc, _ = store.doc(idx, best)
+    return fuse.non_latin_share(desc) > 0.0 and dc.head_coverage(idx, q["found"], name, desc, q["n_scored"]) > 0.0
 
 
 # The encoder's side of the session's context (``session.contextualize``):

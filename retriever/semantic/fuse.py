@@ -41,15 +41,20 @@ def non_latin_share(text):
     return other / letters if letters else 0.0
 
 
-def alpha_for(text, coverage, foreign=""):
+def alpha_for(text, coverage, foreign="", native=False):
     """BM25's weight for this query, given the share of it the best BM25
     match covers (see the module docstring); ``foreign``, the language of
     a message the library is not written in (``query.foreign``), gives
     ALPHA_FOREIGN as a non-Latin script does: the words BM25 matches in
-    such a message are a few borrowed terms, not the request."""
+    such a message are a few borrowed terms, not the request.  Unless
+    ``native``: the best match holds the message's words as its own (the
+    user's learnt words for it, or its name and description written in
+    the message's script; ``semantic.native``), and its coverage counts
+    as in the library's language, never under ALPHA_FOREIGN."""
+    ramp = ALPHA_LOW + (ALPHA - ALPHA_LOW) * min(1.0, max(0.0, coverage) / FULL_COVER)
     if foreign or non_latin_share(text) > 0.3:
-        return ALPHA_FOREIGN
-    return ALPHA_LOW + (ALPHA - ALPHA_LOW) * min(1.0, max(0.0, coverage) / FULL_COVER)
+        return max(ALPHA_FOREIGN, ramp) if native else ALPHA_FOREIGN
+    return ramp
 
 
 def fuse(acc, bm_top, cos, alpha):
