@@ -180,7 +180,7 @@ def relearn(state):
 def _relearn_once(state, _):
     from retriever import usage
     if state["path"]:
-        usage.relearn(state["path"])  # never raises; the next turn reads it (``with_learnt``)
+        usage.relearn(state["path"])  # never raises; the next turn reads it (``service.with_learnt``)
 
 
 def _coalesced(state, job, worker, value, body, name):
@@ -306,7 +306,6 @@ def retrieve(state, text, session_id="", platform="", history=None):
         with state["mu"]:  # gateway turns run in several threads
             memo = session.begin(session_id, "hermes", store=state["memory"])
             session.contextualize(req, memo)
-    with_learnt(state, idx)
     results, _ = service.answer(text, req, idx=idx)
     from retriever import render
     results = render.unlisted(results, req.get("searched"))
@@ -330,32 +329,6 @@ def retrieve(state, text, session_id="", platform="", history=None):
             # was rebuilt since the table was folded), off the turn.
             relearn(state)
     return results
-
-
-def with_learnt(state, idx):
-    """Put the learnt table of the plugin's index (``retriever.learn``) in
-    ``idx`` while learning is on, as ``service.answer`` does for a hook:
-    read again when its file changed (one stat a turn), or when ``idx``
-    is a freshly loaded index."""
-    path = state.get("path")
-    if not path or not isinstance(idx, dict):
-        return  # an index not loaded from a file of ours has no table
-    import os
-    from retriever import learn, usage
-    if not usage.learning():
-        # An assignment, never a removal: a turn of another thread may be
-        # reading the table (gateway turns run in several threads).
-        if idx.get("learnt") is not None:
-            idx["learnt"] = None
-        return
-    try:
-        st = os.stat(learn.path(path))
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = None
-    if state.get("learnt_key") != key or "learnt" not in idx:
-        state["learnt_key"] = key
-        idx["learnt"] = learn.load(path) if key else None
 
 
 def make_pre_llm_call(state):

@@ -52,7 +52,7 @@ MAX_BYTES = 1 << 20
 
 def path(index_path):
     """The learnt table of the index at ``index_path``, in the cache folder."""
-    return locate.cache_dir() + "/" + PREFIX + locate.fnv64(index_path)
+    return locate.learnt_path(index_path)
 
 
 def _identity(index_path):

@@ -298,6 +298,13 @@ def enable_site():
             pass
 
 
+def learnt_path(index_path):
+    """The user's learnt table of the index at ``index_path``
+    (``retriever.learn``), in the cache folder: here so the query path can
+    look for it without importing ``learn``."""
+    return cache_dir() + "/learnt-" + fnv64(index_path)
+
+
 def log_path():
     """The one log file for hook errors and background rebuilds."""
     return cache_dir() + "/skill-retrieval.log"

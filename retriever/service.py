@@ -340,14 +340,8 @@ def answer(text, req, idx=None):
     # its runner cannot load by name (render.unlisted).
     req["searched"], req["_n_docs"] = idx["header"]["roots"], idx["header"]["n_docs"]
     req["_analyzer"] = idx["header"]["params"]["analyzer"]  # the usage record keeps terms so analysed
-    if path and "learnt" not in idx and settings.get("SKILL_RETRIEVAL_LEARN"):
-        # The user's own words for skills (retriever.learn): imported only
-        # when a table was learnt for this index.
-        if posix.access(locate.cache_dir() + "/learnt-" + locate.fnv64(path), posix.F_OK):
-            from retriever import learn
-            idx["learnt"] = learn.load(path)
-            # Folded for an earlier build of the index: the hook folds again.
-            req["_relearn"] = idx["learnt"] is False
+    if path or req.get("_path"):  # a caller with its own idx (the plugin) names its file
+        with_learnt(idx, path or req["_path"], req)
     # The one ranking point: BM25, fused with the semantic tier when it is
     # on and answers (req["semantic"]: a provider, None for BM25 only;
     # absent: the warm helper).  req["tiers"] says which answered.
@@ -371,6 +365,33 @@ def answer(text, req, idx=None):
         req["bm25_why"] = bm25_reason(provider)
     return shortlist(text, results, inject_k, req.get("rerank", False), req.get("session_id"),
                      None if req.get("quiet") else warn), path
+
+
+def with_learnt(idx, index_path, req):
+    """Put the user's learnt table for the index at ``index_path``
+    (``retriever.learn``) in ``idx["learnt"]``: read again when its file
+    changed (one stat a prompt, so a long-lived caller such as the Hermes
+    plugin sees each new fold), ``learn`` imported only when a table
+    exists; None while learning is off.  A table folded for an earlier
+    build of the index sets ``req["_relearn"]``: the caller folds again."""
+    if not settings.get("SKILL_RETRIEVAL_LEARN"):
+        if idx.get("learnt") is not None:
+            idx["learnt"] = None  # an assignment: another thread may be reading it
+        return
+    try:
+        st = posix.stat(locate.learnt_path(index_path))
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if "learnt" in idx and idx.get("_learnt_key") == key:
+        return
+    idx["_learnt_key"] = key
+    if key is None:
+        idx["learnt"] = None
+        return
+    from retriever import learn
+    idx["learnt"] = learn.load(index_path)
+    req["_relearn"] = idx["learnt"] is False
 
 
 def bm25_reason(provider):

@@ -73,9 +73,7 @@ def run(args):
         return 2
     top_k, inject_k = settings.limits(args.k)
     idx, path = service.open_index({"roots": args.root, "index": args.index, "platform": args.platform})
-    if settings.get("SKILL_RETRIEVAL_LEARN"):
-        from retriever import learn
-        idx["learnt"] = learn.load(path)  # as the hook ranks: with what was learnt from loads
+    service.with_learnt(idx, path, {})  # as the hook ranks: with what was learnt from loads
     hdr = idx["header"]
     profile = {"k1": hdr["params"]["k1"], "fields": hdr["params"]["fields"],
                "analyzer": hdr["params"]["analyzer"]}
