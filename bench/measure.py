@@ -193,9 +193,10 @@ def forget_use(env):
     and the deep session's): what was learnt changes the answers, and the
     rows must see the same state in every run."""
     import glob
+    from retriever import learn, usage
     for home in (env["XDG_CACHE_HOME"], env["XDG_CACHE_HOME"] + "-deep"):
         folder = os.path.join(home, "skill-retrieval")
-        for pattern in ("usage.log*", "learnt-*", "sessions.json"):
+        for pattern in (usage.FILE + "*", learn.PREFIX + "*", "sessions.json"):
             for path in glob.glob(os.path.join(folder, pattern)):
                 os.unlink(path)
 

@@ -221,7 +221,7 @@ def sample_note(source, inj, n):
     the usage record) or anything else for the generic built-in prompts;
     when nothing fits most of those, the mean says little about the
     user's library."""
-    if source == "given" or source is True:
+    if source == "given":
         return None
     if source == "recent":
         return ("queries: your %d most recent prompts, from the usage record (skill-retrieve last)" % n)
