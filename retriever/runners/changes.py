@@ -31,6 +31,20 @@ class NoReader(Refused):
     the edit is not made, and install says how to make it by hand."""
 
 
+def read_toml(text, path, by_hand):
+    """``text`` (of the TOML file ``path``) parsed, to check an edit
+    with: NoReader (``by_hand`` says what to add by hand) without
+    ``tomllib`` (Python < 3.11), Refused when it is not valid TOML."""
+    try:
+        import tomllib
+    except ImportError:
+        raise NoReader("editing %s needs Python 3.11 or newer (tomllib) to check the result; %s" % (path, by_hand))
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise Refused("%s is not valid TOML (%s); left unchanged" % (path, exc))
+
+
 # ------------------------------------------------------------------ state
 
 

@@ -36,15 +36,8 @@ def target(project=None):
 
 
 def _toml(text, path):
-    try:
-        import tomllib
-    except ImportError:  # Python < 3.11: no reader to check the edit with
-        raise changes.NoReader("editing %s needs Python 3.11 or newer (tomllib) to check the result; "
-                       "add `%s` under [features] and `%s` at the top by hand" % (path, OMIT_LINE, QUIET_LINE))
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise Refused("%s is not valid TOML (%s); left unchanged" % (path, exc))
+    return changes.read_toml(text, path, "add `%s` under [features] and `%s` at the top by hand"
+                             % (OMIT_LINE, QUIET_LINE))
 
 
 def _features_header(lines):

@@ -29,7 +29,7 @@ import shlex
 import sys
 
 from retriever import fileutil
-from retriever.runners import install as hooks, listing, record
+from retriever.runners import changes, install as hooks, listing, record
 
 NAME = "skill-retrieval"
 RUNNERS = tuple(listing.MODULES)
@@ -149,15 +149,7 @@ def _json_unplan(runner, text, path, made):
 
 
 def _toml(text, path):
-    try:
-        import tomllib
-    except ImportError:  # Python < 3.11: no reader to check the edit with
-        raise hooks.Refused("editing %s needs Python 3.11 or newer (tomllib) to check the result; add the "
-                            "[mcp_servers.%s] table by hand (docs/mcp.md)" % (path, NAME))
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise hooks.Refused("%s is not valid TOML (%s); left unchanged" % (path, exc))
+    return changes.read_toml(text, path, "add the [mcp_servers.%s] table by hand (docs/mcp.md)" % NAME)
 
 
 _TABLE = "[mcp_servers.%s]" % NAME
