@@ -21,7 +21,7 @@ import os
 from retriever import fileutil
 from retriever.runners import record
 # One class for every installer's refusals, and for an edited file of ours.
-from retriever.runners.install import Edited, Refused
+from retriever.runners.install import Edited, Refused, decode_text
 
 CHARS_PER_TOKEN = 4
 
@@ -64,16 +64,6 @@ def set_record(runner, path, rec):
 # ------------------------------------------------------------------ files
 
 
-def _decode(raw, path):
-    # Strict UTF-8, a BOM kept: the text edits give back every other byte.
-    if raw is None:
-        return None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Refused("%s is not UTF-8 text; left unchanged" % path)
-
-
 def write(path, plan, out, dry_run, wait=None):
     """Change ``path`` by ``plan(old text or None)``, which returns the new
     text, ``fileutil.DELETE`` or None (leave the file) and may raise
@@ -85,7 +75,7 @@ def write(path, plan, out, dry_run, wait=None):
     program's edit made meanwhile, and a file install creates recorded
     (deleting one removes the folders made for it).  A dry run runs
     ``plan`` the same way and prints the outcome instead."""
-    _, new, saved = record.change(path, lambda raw: plan(_decode(raw, path)), dry_run=dry_run, wait=wait)
+    _, new, saved = record.change(path, lambda raw: plan(decode_text(raw, path, keep_bom=True)), dry_run=dry_run, wait=wait)
     return _told(path, new, saved, out, dry_run)
 
 
@@ -137,7 +127,7 @@ def undo(runner, path, unedit, out, dry_run, said):
     if not record_of(runner, path):
         return 0
     _, new, saved, _ = record.undo(path, "listing " + runner, lambda raw, rec: None if raw is None else
-                                   unedit(_decode(raw, path), rec or {}), dry_run, exact=False)
+                                   unedit(decode_text(raw, path, keep_bom=True), rec or {}), dry_run, exact=False)
     _told(path, new, saved, out, dry_run)
     if not dry_run:
         forget(runner, path)

@@ -361,17 +361,21 @@ def dump_settings(data):
 # ---------------------------------------------------------------- files
 
 
-def _text(raw, path):
+def decode_text(raw, path, keep_bom=False):
+    """The text of a user's file whose bytes ``raw`` were read from
+    ``path`` (None: no file): strict UTF-8, a BOM dropped (a JSON reader
+    would choke on it) unless ``keep_bom`` (a line edit gives back every
+    other byte); Refused for bytes that are not UTF-8."""
     if raw is None:
         return None
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode("utf-8" if keep_bom else "utf-8-sig")
     except UnicodeDecodeError:
         raise Refused("%s is not UTF-8 text; left unchanged" % path)
 
 
 def _read(path):
-    return _text(fileutil.read_bytes(path), path)  # NotAFile for a FIFO, a folder ...
+    return decode_text(fileutil.read_bytes(path), path)  # NotAFile for a FIFO, a folder ...
 
 
 def script_edits(text, runner):
@@ -513,7 +517,7 @@ def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, f
     def change(raw):
         nonlocal mode
         del keys[:]
-        new, mode = plan_install(runner, path, command, force, _text(raw, path), keys)
+        new, mode = plan_install(runner, path, command, force, decode_text(raw, path), keys)
         return new
 
     if dry_run:  # the real run's change, written nowhere
@@ -554,7 +558,7 @@ def _note(runner, real, raw, new, saved, keys, command):
     # says what to go back to); over a file without our hook, the old
     # record is dropped.
     # Our hook gone (taken out by hand): this install starts afresh.
-    fresh = raw is None or _our_command(runner, _text(raw, real)) is None
+    fresh = raw is None or _our_command(runner, decode_text(raw, real)) is None
     record.note(real, runner, raw, new, saved, made=keys, fresh=fresh, command=fileutil.digest(command))
 
 
@@ -571,7 +575,7 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     state = {}
 
     def unplan(raw, rec):
-        old = _text(raw, path)
+        old = decode_text(raw, path)
         # Containers install did not add stay, even empty (no record: an
         # older install; the emptied ones go, as they always did).
         keep = () if rec is None else tuple(k for k in ("hooks", "event", "start")

@@ -342,7 +342,7 @@ def _install_file(path, key, plan, args, dry_run, out):
     made = []
 
     def change(raw):
-        new, m = plan(hooks._text(raw, path))
+        new, m = plan(hooks.decode_text(raw, path))
         made[:] = m
         return new
 
@@ -386,7 +386,7 @@ def _uninstall_file(path, key, unplan, dry_run, out):
     # One step of uninstall (``record.undo``): how it ended, in words (""
     # when untouched).
     def unplanned(raw, rec):
-        text = hooks._text(raw, path)
+        text = hooks.decode_text(raw, path)
         return None if text is None else unplan(text, (rec or {}).get("made") or ())
 
     def empty(new):
