@@ -195,13 +195,17 @@ def run(args):
     report["decision"] = {"bm25": decision_rows(rows, cache, None)}
     if provider is not None:
         report["decision"]["semantic"] = decision_rows(rows, cache, provider)
-    report["sessions"] = session_rows(cache, provider)
+    report["sessions"], report["ceiling"] = session_rows(cache, provider)
     report["day"] = day_rows(cache, provider)
     print_table(report)
     print_decision(report["decision"])
     print("\nSessions replayed through the hook (../shared/eval/sessions; eval/sessions.py):")
     import sessions
     sessions.print_rows(report["sessions"])
+    if report["ceiling"]:
+        print("\nThe ranking's ceiling on those sessions: a perfect gate that injects the ranking's first k on every "
+              "task turn and nothing on the others (eval/sessions.py ceiling); a budget above it needs a better ranking:")
+        sessions.print_rows(report["ceiling"], sessions.CEILING_COLS)
     if report["day"]:
         print("\nThe first prompt of a session: the sessions above as one day, each after a break longer than "
               "the helper's lifetime (modelled: eval/sessions.py day):")
@@ -327,15 +331,18 @@ def decision_rows(rows, cache, provider):
 
 def session_rows(cache, provider):
     """The session development set's rows (``eval/sessions.py``), BM25
-    alone and, with ``provider``, tier on: ``{tier: [(row, figures)]}``."""
+    alone and, with ``provider``, tier on: ``{tier: [(row, figures)]}``,
+    and the ranking's ceiling (``sessions.ceiling``) in the same shape."""
     import sessions
     rows = load_jsonl(sessions.SESSIONS)
     if not rows:
-        return {}
-    out = {}
+        return {}, {}
+    out, ceilings = {}, {}
     for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
-        out[tier] = sessions.report(sessions.replay_sessions(sessions.mixed_index(cache, p), rows, p))
-    return out
+        records = sessions.replay_sessions(sessions.mixed_index(cache, p), rows, p)
+        out[tier] = sessions.report(records)
+        ceilings[tier] = sessions.ceiling(records)
+    return out, ceilings
 
 
 def day_rows(cache, provider):

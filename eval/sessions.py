@@ -219,8 +219,35 @@ def report(records):
     return rows
 
 
+def ceiling(records, ks=(1, 2, 3), window=WINDOW):
+    """What a perfect decision could reach with this ranking: ``[(row
+    name, figures)]``, one row per ``k`` of ``ks``, for a gate that injects
+    the ranking's first ``k`` (``ranked``: decision and memory filter off,
+    context on) at every task turn and nothing at any other, scored as
+    ``summarize`` scores the product.  A budget above these rows cannot be
+    met by any decision: only a better ranking moves them."""
+    out = []
+    for k in ks:
+        oracle, given = [], {}
+        for r in records:
+            ids = list(r["ranked"][:k]) if r.get("relevant") else []
+            seen = given.setdefault(r["session"], [])
+            seen.append((r["turn"], ids))
+            rec = dict(r, injected=ids)
+            rel = set(r.get("relevant") or ())
+            if rel:
+                rec["at_turn"] = bool(rel.intersection(ids))
+                rec["in_context"] = any(rel.intersection(g) for t, g in seen if r["turn"] - t <= window)
+            oracle.append(rec)
+        out.append(("perfect gate, first %d" % k, summarize(oracle)))
+    return out
+
+
 COLS = ["task turns", "in context", "at turn", "per task turn", "relevant share", "no-skill turns", "silent",
         "Hit@1", "Hit@3"]
+
+
+CEILING_COLS = ["task turns", "in context", "at turn", "per task turn", "relevant share"]
 
 
 DAY_COLS = ["tier answers", "first prompts, tier", "task turns", "in context", "per task turn", "silent"]
@@ -268,12 +295,15 @@ def main(argv=None):
     ap.add_argument("--json", metavar="FILE", help="also write the per-turn records here")
     args = ap.parse_args(argv)
     rows, cache = setup(args)
-    tables, records = {}, {}
+    tables, records, ceilings = {}, {}, {}
     provider = library.semantic_provider(args)
     for tier, p in (("bm25", None),) + ((("semantic", provider),) if provider is not None else ()):
         records[tier] = replay_sessions(mixed_index(cache, p), rows, p)
         tables[tier] = report(records[tier])
+        ceilings[tier] = ceiling(records[tier])
     print_rows(tables)
+    print("\nThe ranking's ceiling: a perfect gate injecting its first k on task turns only:")
+    print_rows(ceilings, CEILING_COLS)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(records, f)
