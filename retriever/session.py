@@ -172,6 +172,15 @@ def contextualize(req, memo):
             if prior.get(t, 0.0) < w:
                 prior[t] = w
     context = {"prior": prior}
+    # The skills it was given in its last RECENT_TURNS turns, by the same
+    # decay (``query.SKILL_PRIOR``).
+    skills = {}
+    for turn, rid, _score, _ranking in entry["g"]:
+        w = CONTEXT_DECAY ** max(0, entry["n"] - turn - 1)
+        if skills.get(rid, 0.0) < w:
+            skills[rid] = w
+    if skills:
+        context["skills"] = skills
     v = entry.get("v")
     if v:
         # The encoder's side of the same context: the last prompt given a

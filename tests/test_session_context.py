@@ -106,6 +106,43 @@ def test_the_context_ranks_but_never_counts_as_the_messages_own_evidence(tmp_pat
     assert set(ctx["own"]) <= set(alone["found"])
 
 
+def test_the_skills_a_session_was_just_given_rank_its_short_turns(tmp_path):
+    # A short edit ("run it on pushes to main too") shares no word with the
+    # CI skill the session was given a turn ago: the skill prior ranks it,
+    # so the turn continues the session's work instead of bringing a near
+    # skill; the message's own evidence is untouched.
+    from retriever import build, store
+    root = tmp_path / "skills"
+    make_skill(root, "gha-ci", {"name": "gha-ci", "description": "GitHub Actions workflows: restore, build, test"})
+    make_skill(root, "git-pushes", {"name": "git-pushes", "description": "Push branches to main, open pull requests"})
+    scope = build.resolve([str(root)])
+    build.build(scope, str(tmp_path / "i.skr"), "default")
+    idx = store.load(str(tmp_path / "i.skr"))
+    ci = next(store.doc(idx, n)[0] for n in range(2) if store.doc(idx, n)[1] == "gha-ci")
+    text = "run it on pushes to main too"
+    alone = query.parse(idx, text)
+    assert [store.doc(idx, d)[1] for d in alone["acc"]] == ["git-pushes"]
+    within = query.parse(idx, text, {"prior": {}, "skills": {ci: 1.0, "gone/skill": 1.0}})
+    assert (within["found"], within["known"]) == (alone["found"], alone["known"])
+    assert sorted(store.doc(idx, d)[1] for d in within["acc"]) == ["gha-ci", "git-pushes"]
+    # At a share of the message's own best: it reorders, it does not outweigh.
+    assert max(within["acc"].values()) == max(alone["acc"].values())
+
+
+def test_the_session_gives_its_recent_skills_to_the_next_turn_s_context():
+    store = {}
+    for n, ids in enumerate((["a/one"], [], ["a/two"])):
+        memo = session.begin("s", "claude-code", store=store)
+        req = {}
+        session.contextualize(req, memo)
+        req["context"]["own"] = ["t%d" % n]
+        session.record(memo, [{"id": i, "name": i, "path": "/p", "score": 1.0} for i in ids])
+    memo = session.begin("s", "claude-code", store=store)
+    req = {}
+    session.contextualize(req, memo)
+    assert req["context"]["skills"] == {"a/two": 1.0, "a/one": session.CONTEXT_DECAY ** 2}
+
+
 def test_the_context_kept_per_session_is_bounded(tmp_path):
     # The prompts that were given a skill set the topic; at most
     # CONTEXT_PROMPTS of them are kept, the older ones weigh less.
@@ -175,12 +212,14 @@ def _tier_turn(tier_index, store, text, sid=SESSION):
 
 
 def test_with_the_tier_a_follow_up_is_ranked_with_the_last_prompts_cosines(tier_index, monkeypatch):
-    # The encoder's side of the context alone (the terms' side off): the
+    # The encoder's side of the context alone (the terms' and the skills'
+    # sides off): the
     # follow-up, none of whose words BM25 knows, reads as home automation
     # on its own by a hair, as the DAG's work in its session; the cosines
     # the decision reads stay the message's own.
     from retriever import semantic
     monkeypatch.setattr(query, "CONTEXT_WEIGHT", 0.0)
+    monkeypatch.setattr(query, "SKILL_PRIOR", 0.0)
     store = {}
     assert _tier_turn(tier_index, store, AIRFLOW)[0]["name"] == "airflow-dags"
     alone = _tier_turn(tier_index, {}, ARRIVES)
