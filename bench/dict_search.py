@@ -18,7 +18,7 @@ def search(index, idf, docs, header, text, k=6):
     the decision) is the query and decide modules' own."""
     from retriever import decide
     weights = {}  # a pasted block's terms count less (query.PASTED_WEIGHT), as in query.parse
-    terms, (words, pasted, prose, lang, out) = query._terms({"header": header}, query.clean_query(text), weights)
+    terms, (words, pasted, prose, lang, out, _) = query._terms({"header": header}, query.clean_query(text), weights)
     acc = {}
     get = acc.get
     found = {}

@@ -58,10 +58,9 @@ def first_week(idx, rows, provider, where, now):
             req = {"quiet": True, "semantic": provider, "_path": idx.get("_path")}
             note = {}
             _, injected, _ = hook.answer_in_session(sessions.RUNNER, row["query"], req, memo, idx=idx, note=note)
-            terms = usage.terms_of(row["query"], note["analyzer"])
             usage.append(usage.line(sessions.RUNNER, usage.session_key(sessions.RUNNER, sid),
                                     usage.injected_names(injected), note["tier"], note["loaded"],
-                                    row["query"], terms, now=t), where=log, now=t)
+                                    row["query"], note["terms"], now=t), where=log, now=t)
             rel = row.get("relevant") or ()
             if rel:
                 ids = sessions._ids(injected)

@@ -323,7 +323,7 @@ def retrieve(state, text, session_id="", platform="", history=None):
             loaded = usage.loads_since(memo, held, isinstance(history, list))
             session.record(memo, results)
         usage.note("hermes", session_id, text, results, "+".join(req.get("tiers") or ()), loaded,
-                   req.get("_analyzer"))
+                   (req.get("context") or {}).get("terms"))  # what the ranking read (query.parse)
         if (loaded or idx.get("learnt") is False) and usage.learning():
             # As a hook does after a turn that saw loads (or whose index
             # was rebuilt since the table was folded), off the turn.

@@ -71,8 +71,9 @@ def pairs(terms):
     pairs already).  A team's name for a task is often a phrase of
     common words ("morning brief", "error budget"): the pair is specific
     to it where each word is not, and is learnt and looked up as one
-    more term, with ``terms`` in the order ``usage.terms_of`` and
-    ``query.parse`` keep them (each term once, first place)."""
+    more term, with ``terms`` in the order ``query.parse`` keeps them
+    (each term once, first place), the order the usage record keeps
+    them in (``usage.note``)."""
     from retriever.tokenize import is_cjk_token
     return ["%s %s" % (a, b) for a, b in zip(terms, terms[1:]) if not (is_cjk_token(a) or is_cjk_token(b))]
 

@@ -43,7 +43,8 @@ def query_terms(idx, text, weights=None):
 def _terms(idx, text, weights):
     # query_terms, and the message's shape: (terms, (words of its own
     # prose, whether it holds a pasted block, that prose, its foreign
-    # language and the words left out for it: ``foreign``)).
+    # language and the words left out for it: ``foreign``, and how many
+    # of the terms are its prose's: they come first)).
     opts = idx["header"]["params"]["analyzer"]
     seen = {}
     prose, pasted = _split(text)
@@ -55,7 +56,8 @@ def _terms(idx, text, weights):
         if t not in seen:
             seen[t] = None
             if len(seen) >= MAX_QUERY_TERMS:
-                return list(seen), shape
+                return list(seen), shape + (len(seen),)
+    shape += (len(seen),)
     if pasted:
         own = len(seen) >= 2
         cap = min(MAX_QUERY_TERMS, len(seen) + MAX_PASTED_TERMS) if own else MAX_QUERY_TERMS
@@ -172,10 +174,18 @@ def parse(idx, text, context=None):
     ``prior`` (``{term: weight}``, the session's earlier prompts) adds to
     ``acc`` only, so it moves the ranking, never the decision's evidence
     (``found``, ``n_scored``, ``known`` are the message's own); the
-    message's rarest known terms go to its ``own``, for the next prompts."""
+    message's rarest known terms go to its ``own``, for the next prompts,
+    and the terms of its own words (no pasted block's) to its ``terms``,
+    for the usage record."""
     text = clean_query(text)
     weights = {}
-    terms, (words, pasted, prose, lang, out) = _terms(idx, text, weights)
+    terms, (words, pasted, prose, lang, out, mine) = _terms(idx, text, weights)
+    if context is not None:
+        # What the usage record keeps for learning (``usage.note``): the
+        # message's own terms as ranked, so what is learnt is looked up
+        # in the same words ("informe mañana" of "el informe de la
+        # mañana"), never a pasted log's.
+        context["terms"] = terms[:mine]
     acc, found = score(idx, terms, weights) if terms else ({}, {})
     learnt = heads = None
     if idx.get("learnt") and terms:  # the user's own words for skills

@@ -339,7 +339,6 @@ def answer(text, req, idx=None):
     # The folders searched, with their sources: a hook marks the skills
     # its runner cannot load by name (render.unlisted).
     req["searched"], req["_n_docs"] = idx["header"]["roots"], idx["header"]["n_docs"]
-    req["_analyzer"] = idx["header"]["params"]["analyzer"]  # the usage record keeps terms so analysed
     if path or req.get("_path"):  # a caller with its own idx (the plugin) names its file
         with_learnt(idx, path or req["_path"], req)
     # The one ranking point: BM25, fused with the semantic tier when it is

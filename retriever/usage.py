@@ -14,8 +14,10 @@ folder (mode 0600), a JSON array:
   session's last prompt, by name (``retriever.session`` reads them), so
   loads are attributed to the prompts before them; None where the runner
   shows no loads (no transcript, no history);
-- ``prompt`` (the message, shortened) and ``terms`` (its analysed terms,
-  space-separated, ready for learning): kept only while learning is on
+- ``prompt`` (the message, shortened) and ``terms`` (the terms its
+  ranking read of its own words, ``query.parse``: a foreign language's
+  function words left out, no pasted block's; space-separated, in
+  order, ready for learning): kept only while learning is on
   (``SKILL_RETRIEVAL_LEARN``), else null;
 - ``why``: on a prompt a hook answered from an index, "" when the
   semantic tier answered, else why BM25 answered alone
@@ -325,25 +327,19 @@ def loads_since(memo, held, shows=None):
     return loaded_names([x for x in memo["entry"]["l"] if x not in held])
 
 
-def terms_of(text, analyzer):
-    """The message's own analysed terms, once each, as a query reads
-    them (``analyzer``: the index's options): what learning keeps."""
-    # Loaded already: the answer analysed the same text.
-    from retriever.analyze import analyze
-    from retriever.query import MAX_QUERY_TERMS, prose
-    return list(dict.fromkeys(analyze(prose(text), analyzer)))[:MAX_QUERY_TERMS]
-
-
-def note(runner, session_id, text, injected, tier, loaded, analyzer=None, why=None):
+def note(runner, session_id, text, injected, tier, loaded, terms=None, why=None):
     """Record one prompt of session ``session_id``: ``injected`` (result
     dicts), ``tier``, ``loaded`` (``loads_since``), ``why`` (see the
-    module's docstring); the prompt ``text`` and its terms under
-    ``analyzer`` (the index's) only while learning is on.  Never raises."""
+    module's docstring); the prompt ``text`` and its ``terms`` only while
+    learning is on.  ``terms``: the message's own terms as its ranking
+    read them (``query.parse`` leaves them in the session's context, as
+    ``terms``), not analysed again here: analysed apart, a foreign
+    message kept the function words its ranking leaves out, and the
+    pairs learnt from it were never looked up.  Never raises."""
     try:
         learn = learning()
-        terms = terms_of(text, analyzer) if learn and analyzer else None
         append(line(runner, session_key(runner, session_id), injected_names(injected), tier, loaded,
-                    text if learn else None, terms, why=why))
+                    text if learn else None, terms if learn else None, why=why))
     except Exception as exc:
         locate.log("usage record: not written (%s: %s)" % (type(exc).__name__, exc))
 

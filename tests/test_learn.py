@@ -3,6 +3,7 @@ real Claude Code hook with a transcript written as Claude Code writes one
 (a ``Skill`` tool call): team jargon no skill's text holds comes to name
 the skill the agent loads after it."""
 
+import re
 import time
 from pathlib import Path
 
@@ -72,6 +73,25 @@ def test_jargon_in_chinese_learnt_passes_the_gate(hook, tmp_path, cli_env):
     assert "rss-digest" in hook(msg, "s9", Transcript(tmp_path / "t9").path, env=BM25)
     out = hook("merge these pdf files into one", "s10", env=BM25)
     assert "pdf-merge" in out and "rss-digest" not in out
+
+
+def test_a_phrase_in_another_language_is_learnt_as_its_query_reads_it(hook, tmp_path, cli_env):
+    """A Spanish phrase over English skills: its ranking leaves out the
+    Spanish function words ("el", "de", "la"), so its pair is "informe
+    mañana", and that is what is learnt.  Each word alone is the user's
+    everyday word (forty sessions hold both and load nothing), so only
+    the pair names the skill: learnt from terms with the function words
+    kept ("informe de", "la mañana"), no query ever formed it, and the
+    prompt got nothing."""
+    msg = "el informe de la mañana"
+    for n in range(40):
+        hook("revisa el informe de ventas de esta mañana", "n%d" % n, Transcript(tmp_path / ("n%d" % n)).path,
+             env=BM25)
+    assert "rss-digest" not in hook(msg, "before", env=BM25)
+    teach(hook, tmp_path, cli_env, env=BM25, prompt=msg)
+    assert hook(msg, "s9", Transcript(tmp_path / "t9").path, env=BM25).split("**")[1:2] == ["rss-digest"]
+    table = tables(cli_env)[0].read_text()
+    assert "\ninforme mañana\t" in table and not re.search(r"\n(el|de|la)[ \t]", table)
 
 
 def test_learning_off_neither_learns_nor_uses_it(hook, tmp_path, cli_env):

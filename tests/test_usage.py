@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from retriever import usage
+from retriever import query, store, usage
 from skillret_helpers import make_skill
 from test_hermes_plugin import hermes_home  # noqa: F401  (the fixture)
 
@@ -124,6 +124,32 @@ def test_learning_off_keeps_counts_without_terms_or_prompt(hook, cli, cli_env):
     assert off[4] == [["pdf-merge"]]
     assert stats(cli)["claude-code"]["prompts"] == 2
     assert "(prompt not kept: learning off)" in cli("last").stdout
+
+
+def test_learning_keeps_the_terms_the_ranking_read_of_a_foreign_message(hook, cli_env):
+    """A Spanish message over English skills: its ranking leaves out the
+    Spanish function words (``query.foreign``), and so does the record
+    learning reads; it kept "para" and "una", learnt as the user's words
+    for a skill, and pairs such as "informe de" that no query forms."""
+    msg = "necesito una herramienta para unir los archivos pdf de la semana"
+    hook(msg)
+    terms = json.loads(record_of(cli_env).read_text().splitlines()[-1])[8].split()
+    idx = store.load(str(next((record_of(cli_env).parent).glob("index-*.skr"))))
+    q = query.parse(idx, msg)
+    assert q["lang"] == "es" and terms == q["terms"]
+    assert not set(terms) & {"una", "para", "los", "de", "la"} and "pdf" in terms
+
+
+def test_learning_keeps_no_term_of_a_pasted_block(hook, cli_env):
+    """A pasted log's terms help rank the message, a few and weighed
+    down (``query.PASTED_WEIGHT``); they are not the user's words for
+    the skill loaded after it (an id or a path held by one session
+    would be learnt at full strength)."""
+    log = "\n".join("    E0917 kubelet zzqx%d certificate expired for node-%d" % (n, n) for n in range(30))
+    hook("rotate the certs, this is what I get:\n" + log)
+    terms = json.loads(record_of(cli_env).read_text().splitlines()[-1])[8].split()
+    assert "rotat" in terms or "rotate" in terms
+    assert not [t for t in terms if t.startswith("zzqx") or t == "kubelet"]
 
 
 def test_a_damaged_record_never_breaks_a_prompt(hook, cli, cli_env):
@@ -239,6 +265,17 @@ def test_the_hermes_plugin_records_its_turns_and_the_loads_in_the_conversation(h
     from retriever.cli import usage_stats
     r = usage_stats.summarize(usage.read()[0])["hermes"]
     assert (r["prompts"], r["offered"], r["followed"], r["loaded_unoffered"]) == (2, 1, 1, 0)
+
+
+def test_the_hermes_plugin_records_the_terms_its_ranking_read(hermes_home):
+    from hermes_plugin import runtime
+    from test_hermes_plugin import start, turn_kwargs
+    ctx, state = start()
+    msg = "necesito sacar el texto de un pdf escaneado para la empresa"
+    ctx.hook()(**turn_kwargs(msg, session_id="a"))
+    terms = usage.read()[0][-1]["terms"]
+    assert terms == query.parse(runtime.ensure_index(state), msg)["terms"]
+    assert "pdf" in terms and not set(terms) & {"el", "de", "un", "para", "la"}
 
 
 def test_a_resumed_sessions_history_is_not_parsed_on_its_first_silent_prompt(hook, cli, tmp_path, cli_env):

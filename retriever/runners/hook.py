@@ -168,7 +168,7 @@ def session_memory(runner, payload, sid, ranking=""):
 def _answer(runner, opts, text, payload, note=None):
     """``(output, index path or None)`` for a parsed payload.  ``note``
     (a dict) receives what the usage record keeps: the skills injected,
-    the tiers, the analyzer and the skills the agent loaded."""
+    the tiers, the message's terms and the skills the agent loaded."""
     note = {} if note is None else note
     from retriever import service, settings
     roots = list(opts.get("roots") or ())
@@ -226,7 +226,9 @@ def answer_in_session(runner, text, req, memo, idx=None, note=None):
     results = unlisted(results, req.get("searched"))
     tier = "+".join(req.get("tiers") or ())
     if note is not None:
-        note.update(tier=tier, analyzer=req.get("_analyzer"), relearn=req.get("_relearn"))
+        # The terms the ranking read (``query.parse``, in the session's
+        # context): what the usage record keeps for learning.
+        note.update(tier=tier, terms=(req.get("context") or {}).get("terms"), relearn=req.get("_relearn"))
     if memo is None:
         out, n = fitted(runner, results)
         if note is not None:
@@ -313,7 +315,7 @@ def run(runner, opts=None):
         # After the answer is out: recording never delays or fails a prompt.
         from retriever import usage
         usage.note(runner, note["sid"], text, note.get("injected") or (), note.get("tier"), note.get("loaded"),
-                   note.get("analyzer"), note.get("why"))
+                   note.get("terms"), note.get("why"))
         if (note.get("loaded") or note.get("relearn")) and path and usage.learning():
             # New loads, or a rebuilt index: fold the record into what is
             # learnt, in a detached child (the runner waits for this
