@@ -606,7 +606,9 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     with record.locked(dry_run):
         # The real run's change (byte-exact restore, a created file
         # deleted, containers kept); a dry run writes it nowhere.
-        _, new, saved, _ = record.undo(path, runner, unplan, dry_run, exact, settle, unreadable)
+        # disown: a file kept loses the record of having been created too:
+        # whoever put the rest in it owns it now.
+        _, new, saved, _ = record.undo(path, runner, unplan, dry_run, exact, settle, unreadable, disown=True)
         out.write(state.get("backup", ""))
         if new is not None and dry_run:
             out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
@@ -621,12 +623,11 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 
 
 def _uninstalled(runner, path, real, new, saved, made, out):
-    # After uninstall's write (``record.undo`` forgot its entry): drop the
-    # created record, and say what happened (``made``: the folders made for
+    # After uninstall's write (``record.undo`` forgot its entry and the
+    # created record): say what happened (``made``: the folders made for
     # a file install created).
     if saved:  # none when the bytes were this command's own (fileutil.update)
         out.write("backed up %s to %s\n" % (path, saved))
-    record.forget_created(path)  # a file kept: whoever put the rest in it owns it now
     if new is fileutil.DELETE:  # and the folders made for it gone with it (record.change)
         shown = path if real == os.path.abspath(path) else "%s (the target of %s)" % (real, path)
         out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, shown)
