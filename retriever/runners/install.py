@@ -218,6 +218,18 @@ def _our_slots(groups, runner, ours=is_ours):
     return out
 
 
+def our_commands(data, runner, event=None, ours=is_ours):
+    """The commands of our handlers in the parsed settings ``data``, in
+    order: the prompt hook's, or with ``event`` and ``ours`` (``is_warm``)
+    the session-start hook's.  [] when there is no such list, or a part is
+    of the wrong type (doctor reads files install would refuse)."""
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    groups = hooks.get(event or RECORDS[runner]["event"]) if isinstance(hooks, dict) else None
+    if not isinstance(groups, list):
+        return []
+    return [groups[gi]["hooks"][hi]["command"] for gi, hi in _our_slots(groups, runner, ours)]
+
+
 def _drop(groups, slots, keep_first=False):
     # Remove our handlers (last first, so indexes stay valid), then any
     # group we emptied.
@@ -492,12 +504,10 @@ def _our_command(runner, text):
                     return line[len(lead):]
         return None
     try:
-        data = parse_settings(text, "settings")
-        groups = _groups(data, RECORDS[runner]["event"], "settings", create=False) or []
+        cmds = our_commands(parse_settings(text, "settings"), runner)
     except Refused:
         return None
-    slots = _our_slots(groups, runner)
-    return groups[slots[0][0]]["hooks"][slots[0][1]].get("command") if slots else None
+    return cmds[0] if cmds else None
 
 
 def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, force=False):
