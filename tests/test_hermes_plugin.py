@@ -1058,6 +1058,28 @@ def test_install_into_a_fresh_home_and_flow_lists(tmp_path):
         {"plugins": {"enabled": ["a", "skill-retrieval"], "disabled": []}, "z": 1}
 
 
+def test_reinstalling_then_uninstalling_gives_back_the_users_config_byte_for_byte(tmp_path):
+    """Hermes records its change with ``record.note`` like every installer:
+    a reinstall over its own write keeps the first backup; one after the
+    user took our name out by hand starts anew from the file as it was."""
+    from retriever.runners import record
+    hh = tmp_path / "hh"
+    hh.mkdir()
+    mine = "# mine\nmodel:   gpt   # spaced\nplugins:\n  enabled: [other]   # keep\n"
+    (hh / "config.yaml").write_text(mine)
+    for _ in range(2):
+        hermes_install.install(hh)
+    hermes_install.uninstall(hh)
+    assert (hh / "config.yaml").read_text() == mine and record.load() == {}
+    hermes_install.install(hh)
+    mine = (hh / "config.yaml").read_text().replace(", skill-retrieval", "") + "z: 1\n"
+    (hh / "config.yaml").write_text(mine)  # our name taken out by hand, and more
+    for _ in range(2):
+        hermes_install.install(hh)
+    hermes_install.uninstall(hh)
+    assert (hh / "config.yaml").read_text() == mine and record.load() == {}
+
+
 def test_install_refuses_invalid_yaml_and_touches_nothing(tmp_path):
     hh = tmp_path / "hh"
     hh.mkdir()

@@ -133,3 +133,60 @@ def test_a_file_change_created_is_recorded_and_undo_deletes_it_with_its_folders(
     assert record.created_folders(str(path)) == [str(path.parent), str(path.parent.parent)]
     record.undo(str(path), "demo", lambda raw, rec: "", settle=record.created_and(str(path), lambda new: not new.strip()))
     assert not (tmp_path / "home" / "new").exists() and record.load() == {}
+
+
+@pytest.mark.parametrize("runner,theirs", [("claude-code", False), ("claude-code", True), ("opencode", False)])
+def test_uninstall_writes_the_record_once_for_each_file_it_changes(runner, theirs, monkeypatch):
+    """undo forgot its entry in a load and a save of its own, after the one
+    its change made; the installers then forgot the created record, the
+    names-only entry and the plugin's in more: six to seven writes of the
+    record for three or four files.  Now each file uninstall changes (or
+    deletes: a file install created, the plugin file) is one write of the
+    record, whatever is left in the file (``theirs``: the user's own key,
+    so every file is kept, and the created record goes with the entry)."""
+    import io
+    import json
+    import os
+    from contextlib import redirect_stdout
+    from retriever.cli import commands
+    from retriever.runners import record
+    with redirect_stdout(io.StringIO()):
+        assert commands.main(["install", runner]) == 0
+    settings = os.path.join(os.environ["HOME"], ".claude", "settings.json")
+    if theirs:
+        with open(settings) as f:
+            data = json.load(f)
+        with open(settings, "w") as f:
+            json.dump(dict(data, theme="dark"), f)
+    written, saves = [], []
+    update, save = fileutil.update, record._save
+
+    def counted(path, change, *a, **k):
+        out = update(path, change, *a, **k)
+        if out[1] is not None and not k.get("dry_run"):
+            written.append(path)
+        return out
+
+    monkeypatch.setattr(fileutil, "update", counted)
+    monkeypatch.setattr(record, "_save", lambda data: saves.append(1) or save(data))
+    with redirect_stdout(io.StringIO()) as out:
+        assert commands.main(["uninstall", runner]) == 0
+    assert len(written) >= 3 and len(saves) == len(written), (written, len(saves), out.getvalue())
+    assert record.load() == {}  # nothing recorded outlives the uninstall
+    assert os.path.exists(settings) == theirs
+
+
+def test_undo_reads_the_record_once_and_writes_it_once(tmp_path, monkeypatch):
+    from retriever.runners import record
+    path = str(tmp_path / "home" / "new" / "f.toml")
+    with fileutil.install_lock():
+        raw, new, saved = record.change(path, lambda raw: "x = 1\n")
+        record.note(path, "demo", raw, new, saved)
+    calls = []
+    load, save = record.load, record._save
+    monkeypatch.setattr(record, "load", lambda: calls.append("load") or load())
+    monkeypatch.setattr(record, "_save", lambda data: calls.append("save") or save(data))
+    record.undo(path, "demo", lambda raw, rec: "", settle=lambda new: fileutil.DELETE)
+    assert calls == ["load", "save"]
+    monkeypatch.undo()
+    assert record.load() == {} and not (tmp_path / "home" / "new").exists()

@@ -10,6 +10,7 @@ tmp_path with a fake clock.
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -248,6 +249,26 @@ def test_tokens_measures_on_the_users_own_recent_prompts(hook, cli, skills):
     m = json.loads(cli("tokens", "--root", skills, "--format", "json").stdout)
     assert (m["queries"], m["queries_from"]) == (20, "generic")
     assert "built-in prompts" in m["sample"] or m["sample"].startswith("the sample is generic")
+
+
+def test_tokens_for_one_runner_measures_with_that_runners_prompts_only(cli, cli_env, tmp_path):
+    """``tokens --runner R`` samples R's own recent prompts: another
+    runner's (here Codex's small talk) would change R's injection figures."""
+    make_skill(tmp_path / "home" / ".claude" / "skills", "pdf-merge",
+               {"name": "pdf-merge", "description": "Merge PDF files into one document"})
+    where = str(record_of(cli_env))
+    os.makedirs(os.path.dirname(where), mode=0o700, exist_ok=True)
+    now = int(time.time())
+    mine = ["merge these pdf files", "merge the two scanned pdf files", "merge the invoices into one pdf",
+            "join two pdf documents", "combine the pdf reports"]
+    theirs = ["thanks", "ok", "great", "looks good", "fine", "sure"]
+    for n, (runner, text) in enumerate([("claude-code", t) for t in mine] + [("codex", t) for t in theirs]):
+        usage.append(usage.line(runner, "s%d" % n, [], "bm25", None, text, now=now - 100 + n), where)
+    proc = cli("tokens", "--runner", "claude-code", "--format", "json")
+    assert proc.returncode == 0, proc
+    c = json.loads(proc.stdout)
+    assert (c["queries"], c["queries_from"]) == (5, "recent")
+    assert c["injection_chars"]["empty"] == 0  # none of Codex's "thanks"
 
 
 def test_the_hermes_plugin_records_its_turns_and_the_loads_in_the_conversation(hermes_home):

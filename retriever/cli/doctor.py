@@ -193,21 +193,6 @@ def _build_cmd(path, roots=None):
 # -------------------------------------------------------------- runners
 
 
-def _our_commands(data, runner, event=None, ours=install.is_ours):
-    """Commands of our handlers in a parsed settings object (install.py
-    keeps its own walk private): the prompt hook's, or with ``event`` and
-    ``ours`` (``install.is_warm``) the session-start hook's."""
-    hooks = data.get("hooks") if isinstance(data, dict) else None
-    groups = hooks.get(event or RECORDS[runner]["event"]) if isinstance(hooks, dict) else None
-    out = []
-    for g in groups if isinstance(groups, list) else ():
-        hs = g.get("hooks") if isinstance(g, dict) else None
-        for h in hs if isinstance(hs, list) else ():
-            if isinstance(h, dict) and ours(h.get("command"), runner):
-                out.append(h["command"])
-    return out
-
-
 def _hook_opts(argv):
     """``--root``/``--index`` given on a registered command line."""
     roots, index = [], None
@@ -348,7 +333,7 @@ def _claude_plugin_hook(report, info):
             continue
         from retriever import fileutil
         try:
-            cmds = _our_commands(json.loads(fileutil.read_text(hooks_file) or "{}"), "claude-code")
+            cmds = install.our_commands(json.loads(fileutil.read_text(hooks_file) or "{}"), "claude-code")
         except (fileutil.Unreadable, ValueError):
             cmds = []
         if cmds:
@@ -392,7 +377,7 @@ def _check_settings_hook(report, runner, path=None):
                  % (sys.executable, shlex.quote(path), runner))
         info["error"] = str(exc)
         return info
-    cmds = _our_commands(data, runner)
+    cmds = install.our_commands(data, runner)
     if not cmds:
         info["state"] = "not installed"
         return info
@@ -412,7 +397,7 @@ def _check_settings_hook(report, runner, path=None):
     info["hook"] = check_command(report, runner, cmds[0], path, may_run(runner, path, cmds[0]))
     start = RECORDS[runner].get("start")
     if start:
-        warm = _our_commands(data, runner, start, install.is_warm)
+        warm = install.our_commands(data, runner, start, install.is_warm)
         info["session_start"] = {"event": start, "command": warm[0] if warm else None}
         if not warm:
             _finding(report, "warn", "%s: no session-start hook in %s, so the first prompt after a break is "

@@ -233,12 +233,14 @@ def sample_note(source, inj, n):
             "--queries FILE measures with your own" % (n, MIN_RECENT))
 
 
-def pick_queries(queries):
+def pick_queries(queries, runner=None):
     """``(queries, source)``: the user's --queries ("given"), else their
-    recent prompts ("recent"), else the generic built-in ones."""
+    recent prompts ("recent"; ``runner``: that runner's only, so one
+    runner's figures are not measured on another's prompts), else the
+    generic built-in ones."""
     if queries:
         return list(queries), "given"
-    recent = recent_prompts()
+    recent = recent_prompts(runner)
     if len(recent) >= MIN_RECENT:
         return recent, "recent"
     return list(DEFAULT_QUERIES), "generic"
@@ -409,7 +411,7 @@ def run_runner(args):
                          % (", ".join(listing.RUNNERS), args.runner, did_you_mean(args.runner, listing.RUNNERS)))
         return 2
     c = listing.listing_cost(args.runner, window=args.window)
-    queries, source = pick_queries(args.queries_list)
+    queries, source = pick_queries(args.queries_list, args.runner)
     inj = {"mean": 0.0, "p95": 0, "max": 0, "empty": len(queries)}
     if c["skills"]:
         from retriever.runners import skillsets

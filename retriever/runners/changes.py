@@ -64,7 +64,7 @@ def set_record(runner, path, rec):
 # ------------------------------------------------------------------ files
 
 
-def write(path, plan, out, dry_run, wait=None):
+def write(path, plan, out, dry_run, wait=None, book=None):
     """Change ``path`` by ``plan(old text or None)``, which returns the new
     text, ``fileutil.DELETE`` or None (leave the file) and may raise
     Refused.  Returns what was written (or, in a dry run, would be).
@@ -73,9 +73,11 @@ def write(path, plan, out, dry_run, wait=None):
     flock on the file, the bytes read backed up, the file replaced or
     deleted only if it still holds them, ``plan`` run again on another
     program's edit made meanwhile, and a file install creates recorded
-    (deleting one removes the folders made for it).  A dry run runs
-    ``plan`` the same way and prints the outcome instead."""
-    _, new, saved = record.change(path, lambda raw: plan(decode_text(raw, path, keep_bom=True)), dry_run=dry_run, wait=wait)
+    (deleting one removes the folders made for it; ``book``: as
+    ``record.change``'s).  A dry run runs ``plan`` the same way and prints
+    the outcome instead."""
+    _, new, saved = record.change(path, lambda raw: plan(decode_text(raw, path, keep_bom=True)), dry_run=dry_run,
+                                  wait=wait, book=book)
     return _told(path, new, saved, out, dry_run)
 
 
@@ -88,11 +90,11 @@ def _told(path, new, saved, out, dry_run):
     return new
 
 
-def forget(runner, path):
-    """Uninstall is done with ``path``: no record of what install added,
-    nor of having created it, outlives it."""
-    set_record(runner, path, None)
-    record.forget_created(path)
+def forget(runner, path, *more):
+    """Uninstall is done with ``path``: no record of what install added
+    (the names-only entry, and the entries ``more``), nor of having
+    created it, outlives it; one write of the record at most."""
+    record.forget(path, "listing " + runner, *more, created=True)
 
 
 # ------------------------------------------------------- which skills
@@ -127,10 +129,12 @@ def undo(runner, path, unedit, out, dry_run, said):
     if not record_of(runner, path):
         return 0
     _, new, saved, _ = record.undo(path, "listing " + runner, lambda raw, rec: None if raw is None else
-                                   unedit(decode_text(raw, path, keep_bom=True), rec or {}), dry_run, exact=False)
+                                   unedit(decode_text(raw, path, keep_bom=True), rec or {}), dry_run, exact=False,
+                                   disown=True)
     _told(path, new, saved, out, dry_run)
     if not dry_run:
-        forget(runner, path)
+        if new is None:  # not written, so not forgotten by undo
+            forget(runner, path)
         out.write(said % path)
     return 0
 
@@ -193,15 +197,16 @@ def plugin_uninstall(runner, path, mark, out, dry_run, said):
             raise Edited(path)
         return fileutil.DELETE
 
+    names = ("listing " + runner, runner)
     try:
-        gone = write(path, plan, out, dry_run) is not None
+        # Its records go in the write of the record the deletion makes.
+        gone = write(path, plan, out, dry_run, book=lambda data: record.drop(data, path, names, True)) is not None
     except Edited:
         out.write("%s: left %s in place: it was edited since install; delete it yourself if you "
                   "no longer want it\n" % (runner, path))
         return 0
-    if not dry_run:
-        forget(runner, path)
-        record.forget(real, runner)
+    if not dry_run and not gone:
+        forget(runner, path, runner)
     if gone and not dry_run:
         out.write(said % path)
     return 0

@@ -314,10 +314,12 @@ def set_enabled(config_path, enable, name=PLUGIN_NAME):
             raw, new, saved, _ = record.undo(config_path, "hermes", change, exact=exact, settle=settle)
         if new is None:
             return "%s already %s in %s" % (name, "enabled" if enable else "not enabled", config_path)
-        if raw is not None and enable:
+        if enable:
             # What install wrote, and where the file before it is: uninstall
-            # puts that back when nobody changed the file since.
-            record.set_entry(real, "hermes", {"backup": saved, "after": fileutil.digest(new)})
+            # puts that back when nobody changed the file since.  Install
+            # writes only when our name is missing, so an earlier entry is
+            # no guide (the user took it out by hand): fresh.
+            record.note(real, "hermes", raw, new, saved, fresh=True)
         if new is fileutil.DELETE:  # the folders made for it gone too (record.change)
             return "removed %s from %s, which install had created: deleted it" % (name, config_path)
     what = "enabled %s in %s" % (name, config_path) if enable else \

@@ -218,6 +218,18 @@ def _our_slots(groups, runner, ours=is_ours):
     return out
 
 
+def our_commands(data, runner, event=None, ours=is_ours):
+    """The commands of our handlers in the parsed settings ``data``, in
+    order: the prompt hook's, or with ``event`` and ``ours`` (``is_warm``)
+    the session-start hook's.  [] when there is no such list, or a part is
+    of the wrong type (doctor reads files install would refuse)."""
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    groups = hooks.get(event or RECORDS[runner]["event"]) if isinstance(hooks, dict) else None
+    if not isinstance(groups, list):
+        return []
+    return [groups[gi]["hooks"][hi]["command"] for gi, hi in _our_slots(groups, runner, ours)]
+
+
 def _drop(groups, slots, keep_first=False):
     # Remove our handlers (last first, so indexes stay valid), then any
     # group we emptied.
@@ -492,12 +504,10 @@ def _our_command(runner, text):
                     return line[len(lead):]
         return None
     try:
-        data = parse_settings(text, "settings")
-        groups = _groups(data, RECORDS[runner]["event"], "settings", create=False) or []
+        cmds = our_commands(parse_settings(text, "settings"), runner)
     except Refused:
         return None
-    slots = _our_slots(groups, runner)
-    return groups[slots[0][0]]["hooks"][slots[0][1]].get("command") if slots else None
+    return cmds[0] if cmds else None
 
 
 def install(runner, project=None, dry_run=False, out=sys.stdout, command=None, force=False):
@@ -606,7 +616,9 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
     with record.locked(dry_run):
         # The real run's change (byte-exact restore, a created file
         # deleted, containers kept); a dry run writes it nowhere.
-        _, new, saved, _ = record.undo(path, runner, unplan, dry_run, exact, settle, unreadable)
+        # disown: a file kept loses the record of having been created too:
+        # whoever put the rest in it owns it now.
+        _, new, saved, _ = record.undo(path, runner, unplan, dry_run, exact, settle, unreadable, disown=True)
         out.write(state.get("backup", ""))
         if new is not None and dry_run:
             out.write("would remove the %s hook from %s\n%s" % (runner, path, fileutil.would(path, new)))
@@ -621,12 +633,11 @@ def uninstall(runner, project=None, dry_run=False, out=sys.stdout):
 
 
 def _uninstalled(runner, path, real, new, saved, made, out):
-    # After uninstall's write (``record.undo`` forgot its entry): drop the
-    # created record, and say what happened (``made``: the folders made for
+    # After uninstall's write (``record.undo`` forgot its entry and the
+    # created record): say what happened (``made``: the folders made for
     # a file install created).
     if saved:  # none when the bytes were this command's own (fileutil.update)
         out.write("backed up %s to %s\n" % (path, saved))
-    record.forget_created(path)  # a file kept: whoever put the rest in it owns it now
     if new is fileutil.DELETE:  # and the folders made for it gone with it (record.change)
         shown = path if real == os.path.abspath(path) else "%s (the target of %s)" % (real, path)
         out.write("removed the %s hook: deleted %s (install had created it)\n" % (runner, shown)

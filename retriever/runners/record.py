@@ -134,10 +134,10 @@ def _changes(f):
     return {k: v for k, v in changes.items() if isinstance(v, dict)} if isinstance(changes, dict) else {}
 
 
-def entry(path, name):
+def entry(path, name, data=None):
     """What the change named ``name`` recorded of ``path`` (a dict), or
-    None."""
-    return _changes(_file(load(), path)).get(name) or None
+    None; ``data``: the record, loaded already."""
+    return _changes(_file(load() if data is None else data, path)).get(name) or None
 
 
 def entries():
@@ -149,21 +149,40 @@ def set_entry(path, name, rec):
     """Record ``rec`` as what the change ``name`` did to ``path`` (None or
     {}: drop it).  Under the installers' lock."""
     data = load()
+    _set(data, path, name, rec)
+    _save(data)
+
+
+def _set(data, path, name, rec):
+    # set_entry on the record ``data``, loaded already.
     f = data.setdefault(os.path.realpath(path), {})
     changes = f["changes"] = _changes(f)
     if rec:
         changes[name] = rec
     else:
         changes.pop(name, None)
-    _save(data)
 
 
-def forget(path, name):
-    """Drop and return the entry ``name`` of ``path`` (or None)."""
-    rec = entry(path, name)
-    if rec is not None:
-        set_entry(path, name, None)
-    return rec
+def forget(path, *names, created=False):
+    """Drop the entries ``names`` of ``path`` (``created``: and the record
+    of having created it, as ``forget_created``), in one write of the
+    record, none when nothing was there; whether anything was.  Under the
+    installers' lock."""
+    data = load()
+    if drop(data, path, names, created):
+        _save(data)
+        return True
+    return False
+
+
+def drop(data, path, names, created=False):
+    """``forget`` on the record ``data`` (``change``'s ``book`` gets it),
+    which the caller saves; whether anything was dropped."""
+    there = [n for n in names if entry(path, n, data) is not None]
+    for n in there:
+        _set(data, path, n, None)
+    uncreated = created and _uncreate(data, path)[1]
+    return bool(there or uncreated)
 
 
 def note(path, name, raw, new, saved, made=None, fresh=False, **fields):
@@ -212,7 +231,11 @@ def created_folders(path):
     (``note_created``: a file's target, Hermes' plugin link itself); for
     a link that is there now only its target's record counts (the link
     was there before install, whatever an older key says)."""
-    data = load()
+    return _created(load(), path)
+
+
+def _created(data, path):
+    # created_folders on the record ``data``, loaded already.
     for key in (os.path.realpath(path),) + (() if os.path.islink(path) else (os.path.abspath(path),)):
         folders = data.get(key, {}).get("created")
         if isinstance(folders, list):
@@ -231,34 +254,47 @@ def forget_created(path):
     """Drop the record of having created ``path`` (at its target and as
     given); returns ``created_folders(path)``, None when install did not
     create it."""
-    folders = created_folders(path)
     data = load()
-    keys = [k for k in {os.path.realpath(path), os.path.abspath(path)} if "created" in data.get(k, {})]
-    for k in keys:
-        del data[k]["created"]
-    if keys:
+    folders, dropped = _uncreate(data, path)
+    if dropped:
         _save(data)
     return folders
 
 
-def needed_backups():
+def _uncreate(data, path):
+    # forget_created on the record ``data``, loaded already, which the
+    # caller saves: (the folders made for ``path`` or None, whether
+    # anything was dropped).
+    folders = _created(data, path)
+    keys = [k for k in {os.path.realpath(path), os.path.abspath(path)} if "created" in data.get(k, {})]
+    for k in keys:
+        del data[k]["created"]
+    return folders, bool(keys)
+
+
+def needed_backups(data=None):
     """The backups an entry names (file names): uninstall restores from
-    them, so ``fileutil.prune_backups`` keeps them."""
-    return {os.path.basename(r["backup"]) for recs in entries().values() for r in recs.values()
+    them, so ``fileutil.prune_backups`` keeps them.  ``data``: the record,
+    loaded already."""
+    data = load() if data is None else data
+    return {os.path.basename(r["backup"]) for recs in (_changes(f) for f in data.values()) for r in recs.values()
             if isinstance(r, dict) and isinstance(r.get("backup"), str)}
 
 
 # ----------------------------------------------------------- operations
 
 
-def change(path, plan, dry_run=False, wait=None):
+def change(path, plan, dry_run=False, wait=None, data=None, book=None):
     """Apply ``plan(raw bytes or None)`` (the new text, ``fileutil.DELETE``
     or None to leave it; it may raise Refused) to ``path`` with
     ``fileutil.update``; returns ``(raw, new, backup)``.  A file this
     creates is recorded with the folders made for it; a file it deletes
     loses that record, and those folders go while empty.  The caller
-    records what its change was (``note``, ``set_entry``).  A dry run runs
-    ``plan`` the same way and writes nothing."""
+    records what its change was (``note``, ``set_entry``), or, with
+    ``book(data)``, in the record this loaded (``data``: the caller's,
+    loaded under the installers' lock), so the file's change costs one
+    write of the record.  A dry run runs ``plan`` the same way and
+    writes nothing."""
     real = os.path.realpath(path)
     made = []
 
@@ -269,15 +305,28 @@ def change(path, plan, dry_run=False, wait=None):
     if dry_run:
         return fileutil.update(path, planned, wait=wait, dry_run=True)
     with fileutil.install_lock(wait):
-        raw, new, saved = fileutil.update(path, planned, wait=wait, needed=needed_backups())
+        # Plans only read the record, and every writer holds the lock: this
+        # copy stays current through the update.
+        data = load() if data is None else data
+        raw, new, saved = fileutil.update(path, planned, wait=wait, needed=needed_backups(data))
+        if new is None:
+            return raw, new, saved
+        folders, dirty = None, book is not None
         if new is fileutil.DELETE:
-            fileutil.remove_folders(forget_created(path))
-        elif new is not None and raw is None:
-            note_created(real, made)
+            folders, dropped = _uncreate(data, path)
+            dirty = dirty or dropped
+        elif raw is None:
+            data.setdefault(real, {})["created"] = list(made)  # as note_created
+            dirty = True
+        if book is not None:
+            book(data)
+        if dirty:
+            _save(data)
+        fileutil.remove_folders(folders)
     return raw, new, saved
 
 
-def undo(path, name, unplan, dry_run=False, exact=None, settle=None, unreadable=None, wait=None):
+def undo(path, name, unplan, dry_run=False, exact=None, settle=None, unreadable=None, wait=None, disown=False):
     """Take out of ``path`` what the change ``name`` did, keeping the
     user's own edits; returns ``(raw, new, backup, rec)``.
 
@@ -289,11 +338,13 @@ def undo(path, name, unplan, dry_run=False, exact=None, settle=None, unreadable=
     cannot be read is no reason to stop (``unreadable(exc, rec)`` hears
     of it).  Else ``settle(new)`` has the last word (a file install
     created and nothing else is in: DELETE).  Once the file is written,
-    the entry is forgotten."""
+    the entry is forgotten (``disown``: and, when the file is kept, the
+    record of having created it: whoever put the rest in owns it now), in
+    the one write of the record the change makes."""
     state = {}
 
     def plan(raw):
-        rec = state["rec"] = entry(path, name)
+        rec = state["rec"] = entry(path, name, data)
         new = unplan(raw, rec)
         if new is None:
             return None
@@ -310,9 +361,9 @@ def undo(path, name, unplan, dry_run=False, exact=None, settle=None, unreadable=
         return new if settle is None else settle(new)
 
     with locked(dry_run, wait):
-        raw, new, saved = change(path, plan, dry_run=dry_run, wait=wait)
-        if not dry_run and new is not None:
-            forget(path, name)
+        data = load()  # once: for the plan and for the bookkeeping (``change``)
+        raw, new, saved = change(path, plan, dry_run=dry_run, wait=wait, data=data,
+                                 book=lambda d: drop(d, path, (name,), disown))
     return raw, new, saved, state.get("rec")
 
 
