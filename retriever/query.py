@@ -210,6 +210,12 @@ def _with_context(idx, context, acc, found, words):
     own = [t for t, (i, _) in found.items() if _carried(t)]
     own.sort(key=lambda t: -idf[found[t][0]])
     context["own"] = own[:CONTEXT_TERMS]
+    # How rare each is (its IDF against ln(1 + N), as the decision's "rare
+    # term in the name"), for ``session.asks_for_new``.
+    from retriever.decide import _ln  # loaded already: the decision needs it; no math import
+    scale = _ln(1.0 + idx["header"]["n_docs"]) or 1.0
+    context["rarity"] = {t: idf[found[t][0]] / scale for t in context["own"]}
+    context["analyzer"] = idx["header"]["params"]["analyzer"]
     context["words"] = words
     top_own = max(acc.values()) if acc else 0.0
     skills = context.get("skills")
@@ -233,7 +239,6 @@ def _with_context(idx, context, acc, found, words):
     # Only the context's rarer terms are scored: they carry the session's
     # topic, and a common one's long postings cost the most (at 3,741
     # skills the context took half of a deep prompt's 9 ms).
-    from retriever.decide import _ln  # loaded already: the decision needs it; no math import
     more, _ = score(idx, list(extra), extra, CONTEXT_MIN_IDF * _ln(1.0 + idx["header"]["n_docs"]))
     if not more:
         return

@@ -252,3 +252,34 @@ def test_a_damaged_vector_context_is_dropped():
                 [1, "k", [1]], "v"):
         assert session._clean(dict(entry, v=bad))["v"] is None
     assert session._clean(dict(entry, v=[2, "k", [1, 500]]))["v"] == [2, "k", [1, 500]]
+
+
+NEW_TOOL_SKILLS = {
+    "incident-postmortem": "Write blameless incident postmortems: timeline, root cause, impact and action items "
+                           "with owners and due dates.",
+    "jira-tickets": "Create and triage Jira tickets: projects, assignees, due dates and action items.",
+    "email-sequence": SKILLS["email-sequence"],
+    "docker-slim": SKILLS["docker-slim"],
+    "airflow-dags": SKILLS["airflow-dags"],
+    "home-sensors": SKILLS["home-sensors"],
+}
+
+
+def test_a_turn_that_names_a_new_tool_gets_it_though_it_continues_the_session(cli, tmp_path):
+    root = tmp_path / "own-skills"
+    for name, desc in NEW_TOOL_SKILLS.items():
+        make_skill(root, name, {"name": name, "description": desc})
+
+    def hook(prompt):
+        p = {"session_id": SESSION, "transcript_path": str(tmp_path / "none.jsonl"), "cwd": str(tmp_path),
+             "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+        proc = cli("hook", "claude-code", "--root", root, input=json.dumps(p), env={"SKILL_RETRIEVAL_DECIDE": None})
+        assert (proc.returncode, proc.stderr) == (0, ""), proc
+        block = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout else ""
+        return [line.split("**")[1] for line in block.splitlines() if line.startswith("- **")]
+
+    assert hook("write the postmortem of yesterday's checkout outage: timeline, root cause, impact, "
+                "action items") == ["incident-postmortem"]
+    # Still the postmortem's work, but it asks for Jira by name: the Jira
+    # skill comes in (the postmortem one, a turn ago, is not given again).
+    assert hook("now the jira tickets for the postmortem action items") == ["jira-tickets"]
