@@ -1,12 +1,20 @@
 """Leave one out on the session set: do the session-context settings generalise?
 
-The session memory's settings (``query.CONTEXT_WEIGHT``, how much the
-earlier prompts' terms weigh in a short turn's ranking,
-``session.CONTINUES``, when a turn continues the session's work, and
-``semantic.CONTEXT_COS_WEIGHT``, how much the last prompt's cosines weigh
-with the tier) were chosen on
-../shared/eval/sessions.  This replays the set (``sessions.replay_sessions``,
-tier on unless ``--no-semantic``) once per setting of a small grid, then:
+The session memory's settings were chosen on ../shared/eval/sessions:
+
+- ``query.CONTEXT_WEIGHT``: how much the earlier prompts' terms weigh in a
+  short turn's ranking;
+- ``session.CONTINUES``: when a turn continues the session's work;
+- ``semantic.CONTEXT_COS_WEIGHT``: how much the last prompt's cosines weigh
+  (tier on only);
+- ``query.SKILL_PRIOR``: how much the skills the session was just given
+  weigh;
+- ``session.RARE_NAME`` (tier on) or ``session.RARE_NAME_BM25`` (BM25
+  alone): how rare a message term in a new skill's name must be for the
+  turn to ask for that skill (9.0: never).
+
+This replays the set (``sessions.replay_sessions``, tier on unless
+``--no-semantic``) once per setting of a small grid, then:
 
 - leave one session out: for each session, the setting that scores best on
   the other eleven is used on it; the held-out turns are pooled;
@@ -33,12 +41,26 @@ from retriever import query, semantic, session  # noqa: E402
 import run_eval  # noqa: E402
 import sessions  # noqa: E402
 
-GRID = [(w, c, v) for w in (0.0, 0.6, 1.2) for c in (0.5, 0.8) for v in (0.0, 0.6)]
+def knobs(tier):
+    """``[(module, name, values)]``: the grid's settings, for the tier on
+    (``tier`` True) or BM25 alone."""
+    return [(query, "CONTEXT_WEIGHT", (0.0, 0.6, 1.2)), (session, "CONTINUES", (0.5, 0.8))] \
+        + ([(semantic, "CONTEXT_COS_WEIGHT", (0.0, 0.6))] if tier else []) \
+        + [(query, "SKILL_PRIOR", (0.0, 0.3)),
+           (session, "RARE_NAME" if tier else "RARE_NAME_BM25", (0.5, 0.7, 9.0))]
 
 
-def shipped_setting():
+def shipped_setting(tier=True):
     """The shipped setting, as a point of the grid."""
-    return query.CONTEXT_WEIGHT, session.CONTINUES, semantic.CONTEXT_COS_WEIGHT
+    return tuple(getattr(m, name) for m, name, _ in knobs(tier))
+
+
+def grid_of(tier):
+    """Every point of the grid, and the shipped setting."""
+    import itertools
+    grid = list(itertools.product(*(values for _, _, values in knobs(tier))))
+    shipped = shipped_setting(tier)
+    return grid if shipped in grid else grid + [shipped]
 
 
 def objective(records):
@@ -48,16 +70,19 @@ def objective(records):
     return (sum(vals) / len(vals) if vals else 0.0, m["Hit@1"] if m["Hit@1"] == m["Hit@1"] else 0.0)
 
 
-def replay_grid(idx, rows, provider, grid=GRID):
+def replay_grid(idx, rows, provider, grid):
     """``{setting: records}`` over ``grid`` (the module values restored)."""
-    saved = shipped_setting()
+    ks = knobs(provider is not None)
+    saved = shipped_setting(provider is not None)
     out = {}
     try:
-        for w, c, v in grid:
-            query.CONTEXT_WEIGHT, session.CONTINUES, semantic.CONTEXT_COS_WEIGHT = w, c, v
-            out[(w, c, v)] = sessions.replay_sessions(idx, rows, provider)
+        for point in grid:
+            for (m, name, _), v in zip(ks, point):
+                setattr(m, name, v)
+            out[point] = sessions.replay_sessions(idx, rows, provider)
     finally:
-        query.CONTEXT_WEIGHT, session.CONTINUES, semantic.CONTEXT_COS_WEIGHT = saved
+        for (m, name, _), v in zip(ks, saved):
+            setattr(m, name, v)
     return out
 
 
@@ -88,9 +113,8 @@ def main(argv=None):
     rows, cache = sessions.setup(args)
     provider = run_eval.semantic_provider(args)
     idx = sessions.mixed_index(cache, provider)
-    shipped = shipped_setting()
-    grid = GRID if provider is not None else [s for s in GRID if s[2] == shipped[2]]
-    grid = grid if shipped in grid else grid + [shipped]
+    shipped = shipped_setting(provider is not None)
+    grid = grid_of(provider is not None)
     by_setting = replay_grid(idx, rows, provider, grid)
     sids = sorted({r["session"] for r in rows})
     loso, loso_picked = held_out(by_setting, [((lambda r, s=s: r["session"] != s), (lambda r, s=s: r["session"] == s))
@@ -99,11 +123,12 @@ def main(argv=None):
     loco, loco_picked = held_out(by_setting, [((lambda r, c=c: c not in collections_of(r)),
                                                (lambda r, c=c: c in collections_of(r))) for c in colls])
     tier = "bm25+semantic" if provider is not None else "bm25"
-    print("Leave one out on %s (%d turns), %s; grid CONTEXT_WEIGHT x CONTINUES x CONTEXT_COS_WEIGHT = %s; shipped %s"
-          % (os.path.relpath(args.sessions), len(rows), tier, grid, shipped))
+    print("Leave one out on %s (%d turns), %s; grid of %s, %d points; shipped %s"
+          % (os.path.relpath(args.sessions), len(rows), tier,
+             " x ".join(name for _, name, _ in knobs(provider is not None)), len(grid), shipped))
     for s in grid:
         m = sessions.summarize(by_setting[s])
-        print("  in sample %-17s in context %.3f  silent %.3f  Hit@1 %.3f" % (s, m["in context"], m["silent"],
+        print("  in sample %-32s in context %.3f  silent %.3f  Hit@1 %.3f" % (s, m["in context"], m["silent"],
                                                                               m["Hit@1"]))
     sessions.print_rows({tier: [("shipped, in sample", sessions.summarize(by_setting[shipped])),
                                 ("leave one session out", sessions.summarize(loso)),
