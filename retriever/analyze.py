@@ -28,6 +28,8 @@ everything thing things stuff way kind sort lot lots bunch able sure know think
 thought help hi hey hello thanks thank okay ok yes yeah also still already
 even right now every one two getting got gonna wanna trying try tried see look
 looking show tell give go going come came keep well much many quite says said
+hmm hmmm hm mhm uh uhh um umm ah oh ooh wow huh meh lol haha hehe oops ugh yay
+whoa interesting
 """.split())
 
 # Suffixes stripped by the light stemmer, longest first.  Conservative on

@@ -126,3 +126,26 @@ def test_bm25_alone_injects_the_skill_a_plain_request_names(cli, lib, tmp_path, 
 
 def test_bm25_alone_stays_silent_on_thanks(cli, lib, tmp_path):
     assert _injected(cli, lib, tmp_path / "idx.skr", "thanks, that worked!") == []
+
+
+# Interjections are chat, whatever a library's skills say: a scientific
+# library's HMM skill is no answer to "hmm", nor an interest-rate one to
+# "interesting".
+CHAT_SKILLS = {
+    "hidden-markov": "Fit HMM models (hidden Markov models) to genomic intervals and sequences.",
+    "fiscal-data": "US Treasury fiscal data: debt, interest rates, interest expense and spending.",
+}
+
+
+@pytest.mark.parametrize("text", ["hmm let me think about it", "interesting, tell me more", "oh wow lol"])
+def test_bm25_alone_stays_silent_on_an_interjection(cli, lib, tmp_path, text):
+    root = tmp_path / "skills"
+    for i in range(FILLER):
+        name, desc, body = _filler(i)
+        make_skill(root, "other/" + name, {"name": name, "description": desc}, body=body)
+    for name, desc in CHAT_SKILLS.items():
+        make_skill(root, name, {"name": name, "description": desc}, body="# %s\n\n%s\n" % (name, desc))
+    assert _injected(cli, root, tmp_path / "idx.skr", text) == []
+    # The words still find those skills when a request uses them.
+    assert _injected(cli, root, tmp_path / "idx.skr", "fit a hidden markov model to these intervals") \
+        == ["hidden-markov"]
