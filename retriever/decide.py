@@ -75,6 +75,14 @@ def head_coverage(idx, found, name, description, n_terms=None, toks=None):
 def _share(idx, found, holds, n_terms):
     # The IDF-weighted share of the query's terms for which holds(term,
     # skills holding it) is true; unknown words as in ``confidence``.
+    covered, total = _held(idx, found, holds, n_terms)
+    return covered / total if total > 0 else 0.0
+
+
+def _held(idx, found, holds, n_terms):
+    # ``(covered, total)``: the IDF of the query's terms for which
+    # holds(term, skills holding it) is true, and of all of them (unknown
+    # words as in ``confidence``).
     idf = idx["idf"]
     total = covered = 0.0
     for t, (i, docs) in found.items():
@@ -84,7 +92,18 @@ def _share(idx, found, holds, n_terms):
             covered += w
     if found and n_terms and n_terms > len(found):
         total += 0.5 * (total / len(found)) * (n_terms - len(found))
-    return covered / total if total > 0 else 0.0
+    return covered, total
+
+
+def evidence(idx, covered):
+    """How much a message says for a skill: ``covered``, the IDF of the
+    message's terms the skill holds, summed (``_held``), against
+    ``ln(1 + N)`` (one term that only this skill has is about 1, in a
+    library of any size).  Coverage is a share, so a message of one common
+    word ("why is that table better?") covers a skill whole; its evidence
+    is small."""
+    scale = _ln(1.0 + idx["header"]["n_docs"])
+    return covered / scale if scale > 0 else 0.0
 
 
 def head_terms(idx, name, description):
@@ -162,6 +181,12 @@ def gate_features(q, cands, sem):
          c0.get("named", 0.0)]
     if sem is not None:
         x += [c0["cos"], sem["spread"], sem["chat"], max(c["cos"] for c in cands[:3])]
+    else:
+        # BM25 alone: how much the message's words say for the skill, not
+        # only what share of them it holds.  (With the tier the encoder
+        # says it; given this feature there, the fused model silenced
+        # less chat and served fewer non-English requests.)
+        x.append(_sat(c0.get("mass", 0.0), 1.0))
     return x
 
 
@@ -227,7 +252,7 @@ def choose(idx, q, cands, limit, sem=None, explain=None, named=()):
             rows += [{"x": None, "p": None, "inject": c in taken, "named": True} for c in named]
         explain.update(mode="fused" if sem is not None else "bm25", gate=pg, passed=passed, named=bool(hit),
                        gate_threshold=model["gate_threshold"], more_threshold=model["more_threshold"],
-                       gate_names=GATE_NAMES + (GATE_SEM if sem is not None else ()),
+                       gate_names=GATE_NAMES + (GATE_SEM if sem is not None else GATE_BM25),
                        more_names=MORE_NAMES + (MORE_SEM if sem is not None else ()),
                        cands=[dict(row, **_shown(c)) for row, c in zip(rows, cands + list(named))])
     return out
@@ -299,7 +324,7 @@ def _cover(idx, q, c):
     found = q["found"]
     r = c["result"]
     if not found:
-        c["cov"] = c["head"] = 0.0
+        c["cov"] = c["head"] = c["mass"] = 0.0
         return
     # A skill a project folder ships (a cloned repository's) is no
     # authority on its own name: "send a follow-up" is no request for a
@@ -311,14 +336,16 @@ def _cover(idx, q, c):
     damp = stuffing(toks)
     if q.get("heads") and c["n"] in q["heads"]:
         toks = toks | q["heads"][c["n"]]  # the user's own words for it (retriever.learn)
+    n = c["n"]
     if c["clone"]:
         # Nor does a word of its name count as the message covered, unless
         # its description holds that word too.
         own = head_terms(idx, r["name"], "") - toks
-        n = c["n"]
-        c["cov"] = _share(idx, found, lambda t, docs: n in docs and t not in own, q["n_scored"]) * damp
+        covered, total = _held(idx, found, lambda t, docs: n in docs and t not in own, q["n_scored"])
     else:
-        c["cov"] = confidence(idx, found, c["n"], q["n_scored"]) * damp
+        covered, total = _held(idx, found, lambda t, docs: n in docs, q["n_scored"])  # as ``confidence``
+    c["cov"] = (covered / total if total > 0 else 0.0) * damp
+    c["mass"] = evidence(idx, covered) * damp
     c["head"] = head_coverage(idx, found, r["name"], r["description"], q["n_scored"], toks) * damp
 
 
@@ -481,6 +508,7 @@ def plain(cands, limit, sem=None, explain=None):
 
 GATE_NAMES = ("bias", "coverage", "name+description coverage", "length", "pasted block", "rarest term",
               "margin to #2", "known terms", "rare term in the name")
+GATE_BM25 = ("evidence",)
 GATE_SEM = ("cosine", "cosine spread", "no-skill likeness", "best cosine of top 3")
 MORE_NAMES = ("bias", "score / best", "coverage", "name+description coverage", "margin to next",
               "rarest term", "length")
@@ -488,10 +516,10 @@ MORE_SEM = ("cosine", "cosine over 10th", "cosine under best")
 
 # BEGIN calibrated: written by `make calibrate` (eval/calibrate.py); do not edit.
 BM25 = {
-    "gate": [-4.9122, 1.1667, 2.2948, 4.0116, 1.0516, 2.7487, 0.4753, -0.7811, 2.8193],
-    "gate_threshold": 0.54,
+    "gate": [-4.9614, 0.201, 2.7551, 2.4612, 0.7997, 1.4709, -0.2422, -1.1338, 2.3778, 5.6977],
+    "gate_threshold": 0.52,
     "more": [-7.3804, 3.7274, 1.1866, 0.8746, -0.0478, 0.5934, 1.4662],
-    "more_threshold": 0.15,
+    "more_threshold": 0.14,
 }
 FUSED = {
     "gate": [-1.6709, 1.1751, 1.3619, 1.4123, 0.7612, 2.1146, 0.6737, -1.1812, 1.5614, 3.4861, 0.5135, -6.3604, 3.0207],

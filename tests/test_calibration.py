@@ -30,7 +30,8 @@ def test_the_features_are_the_products_own_and_the_bank_holds_every_no_skill_tur
     turns = calibrate.load_turns()
     assert [r["id"] for r in rows] == [t["id"] for t in turns]
     for r in rows:
-        for mode, width in (("bm25", len(decide.GATE_NAMES)), ("fused", len(decide.GATE_NAMES + decide.GATE_SEM))):
+        for mode, width in (("bm25", len(decide.GATE_NAMES + decide.GATE_BM25)),
+                            ("fused", len(decide.GATE_NAMES + decide.GATE_SEM))):
             if r[mode]:
                 assert len(r[mode][0]["x"]) == width
     bank = (REPO / "retriever" / "semantic" / "no_skill_turns.txt").read_text(encoding="utf-8").splitlines()

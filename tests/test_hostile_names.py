@@ -223,7 +223,7 @@ def test_the_reserved_rule():
 
 
 def _codex_hook(cli, cwd, prompt):
-    p = {"session_id": "s-%s" % prompt[:8], "turn_id": "t1", "transcript_path": None, "cwd": str(cwd),
+    p = {"session_id": "s-%s" % prompt, "turn_id": "t1", "transcript_path": None, "cwd": str(cwd),
          "hook_event_name": "UserPromptSubmit", "model": "gpt-x", "prompt": prompt}
     proc = cli("hook", "codex", "-k", "10", input=json.dumps(p))
     assert_clean(proc)

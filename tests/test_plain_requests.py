@@ -149,3 +149,11 @@ def test_bm25_alone_stays_silent_on_an_interjection(cli, lib, tmp_path, text):
     # The words still find those skills when a request uses them.
     assert _injected(cli, root, tmp_path / "idx.skr", "fit a hidden markov model to these intervals") \
         == ["hidden-markov"]
+
+
+@pytest.mark.parametrize("text", ["why is that table better than what i had?", "the chart looks right now",
+                                  "what about the images?"])
+def test_bm25_alone_stays_silent_on_chat_of_one_common_word(cli, lib, tmp_path, text):
+    # The one word is in a dozen skills: the message covers each of them
+    # whole, yet says little for any (decide.evidence).
+    assert _injected(cli, lib, tmp_path / "idx.skr", text) == []
