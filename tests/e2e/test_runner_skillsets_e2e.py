@@ -83,9 +83,14 @@ def test_claude_code_injects_its_own_skill_set_under_its_names(mock_llm, tmp_pat
         assert cp.returncode == 0, cp
     settings = write_claude_settings(tmp_path / "settings.json",
                                      [install.hook_command("claude-code")], timeout=30)
-    # every skill matches the prompt equally: none may be cut by the score floor
+    # every skill matches the prompt equally: none may be cut by the score
+    # floor, nor by the decision (in a library of three copies of one skill,
+    # every word of the prompt is in every skill, so no word says more for
+    # one than another, and BM25's evidence is nil): the skill sets and
+    # their names are what this test is about.
     cp, reqs = run_claude(ZEBRA, settings, mock_llm, home=home, cwd=proj, version=version,
-                          extra_env={"SKILL_RETRIEVAL_REVALIDATE": "off", "SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0"},
+                          extra_env={"SKILL_RETRIEVAL_REVALIDATE": "off", "SKILL_RETRIEVAL_MIN_SCORE_RATIO": "0",
+                                     "SKILL_RETRIEVAL_DECIDE": "off"},
                           timeout=90)
     bodies = model_bodies(mock_llm, reqs)
     text = _listed(bodies)
