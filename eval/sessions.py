@@ -1,8 +1,9 @@
 """The session development set: ../shared/eval/sessions replayed through the hook.
 
 Each session of ``dev.jsonl`` (12 sessions, 223 user turns, 7 languages)
-is replayed in turn order through the Claude Code hook's own answer path
-(``hook.answer_in_session``: the answer, then the session memory), with
+is replayed in turn order through the prompt hooks' own answer path, which
+the Hermes plugin's turns take too (``hook.answer_in_session``: the
+answer, then the session memory), with
 one session id per session and fresh state for each, at the defaults, over
 the 12-collection mixed library ``run_eval`` builds.
 

@@ -287,8 +287,8 @@ def retrieve(state, text, session_id="", platform="", history=None):
     ``skill-retrieve`` (top_k searched, inject_k kept), minus what Hermes
     hides from this session.  With a ``session_id``, also minus what the
     session was given in its last turns or has loaded (``history``: the
-    conversation Hermes passes), and this turn's results are remembered."""
-    from retriever import service
+    conversation Hermes passes), and this turn's results are remembered:
+    the prompt hooks' own session path (``hook.answer_in_session``)."""
     idx = ensure_index(state)
     if idx is None:
         return []
@@ -301,30 +301,20 @@ def retrieve(state, text, session_id="", platform="", history=None):
     memo = None
     if session_id:
         # Kept in memory: this process lives as long as Hermes does.  The
-        # earlier prompts' terms rank a short or referring turn.
+        # conversation is read outside the lock (its cost is this turn's
+        # alone, never a wait for another session's turn), and on every
+        # turn, silent ones too: the usage record counts loads.
         from retriever import session
+        loads = session.history_loads(history) if isinstance(history, list) else None
         with state["mu"]:  # gateway turns run in several threads
-            memo = session.begin(session_id, "hermes", store=state["memory"])
-            session.contextualize(req, memo)
-    results, _ = service.answer(text, req, idx=idx)
-    from retriever import render
-    results = render.unlisted(results, req.get("searched"))
+            memo = session.begin(session_id, "hermes", store=state["memory"], loads=loads)
+    from retriever.runners import hook
+    note = {}
+    _, results, _ = hook.answer_in_session(None, text, req, memo, idx=idx, note=note, lock=state["mu"])
     if memo is not None:
-        # The conversation is read outside the lock (its cost is this
-        # turn's alone, never a wait for another session's turn), and on
-        # every turn, silent ones too: the usage record counts loads.
-        loads = session.history_loads(history)
         from retriever import usage
-        with state["mu"]:
-            memo["ranking"] = "+".join(req.get("tiers") or ())
-            memo["loads"] = loads
-            held = set(memo["entry"]["l"])
-            results = session.filter(memo, results, text)
-            loaded = usage.loads_since(memo, held, isinstance(history, list))
-            session.record(memo, results)
-        usage.note("hermes", session_id, text, results, "+".join(req.get("tiers") or ()), loaded,
-                   (req.get("context") or {}).get("terms"))  # what the ranking read (query.parse)
-        if (loaded or idx.get("learnt") is False) and usage.learning():
+        usage.note("hermes", session_id, text, results, note["tier"], note["loaded"], note["terms"])
+        if (note["loaded"] or idx.get("learnt") is False) and usage.learning():
             # As a hook does after a turn that saw loads (or whose index
             # was rebuilt since the table was folded), off the turn.
             relearn(state)

@@ -160,6 +160,9 @@ def begin(session_id, runner="", transcript=None, history=None, agent_id=None, r
             "now": now, "ranking": ranking or "", "transcript": transcript if isinstance(transcript, str) else None,
             "history": history if isinstance(history, list) else None, "seen": False, "context": None,
             "loads": [x for x in loads if isinstance(x, str)] if isinstance(loads, list) else [],
+            # The caller read a conversation (``loads`` given, even empty):
+            # the record then knows what was loaded (``usage.loads_since``).
+            "shown": isinstance(loads, list),
             # Whether this turn changes what the session holds: a turn that
             # injects nothing, finds no new load and has nothing injected in
             # the window to count down is not written.

@@ -298,13 +298,13 @@ def forget(where=None):
     return True
 
 
-def loads_since(memo, held, shows=None):
+def loads_since(memo, held):
     """The skills the agent loaded since the session's last look
     (``retriever.session`` memo ``memo``; ``held``: the set of what it
     held before this prompt), read on every prompt, silent ones too;
-    None when the runner passed no transcript or history to read
-    (``shows``: whether it did, when the caller read the history)."""
-    if not (memo["transcript"] or memo["history"] if shows is None else shows):
+    None when the runner passed no transcript or history to read (nor
+    the loads its caller read in one: ``session.begin``'s ``loads``)."""
+    if not (memo["transcript"] or memo["history"] or memo.get("shown")):
         return None
     from retriever import session
     was = memo["entry"]["x"]

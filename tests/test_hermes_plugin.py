@@ -484,6 +484,63 @@ def test_the_plugin_keeps_a_sessions_context_as_the_hook_does(hermes_home):
     assert len(entry["p"]) == 1  # chat sets no topic
 
 
+def test_the_plugin_answers_through_the_hooks_session_path(hermes_home, monkeypatch):
+    # One session path for the prompt hooks, the session eval and the
+    # plugin (hook.answer_in_session), so the eval measures the plugin too:
+    # a session's turns (task, follow-up, chat after a load, topic switch)
+    # get from the plugin what that path gives the shell hook's memo
+    # (the conversation in the memo, a store of its own), turn by turn,
+    # and the plugin's memory ends up the same.
+    monkeypatch.setenv("SKILL_RETRIEVAL_SEMANTIC", "off")
+    from retriever import session
+    from retriever.runners import hook
+    _, state = start()
+    shared, locks = hook.answer_in_session, []
+
+    def spy(*a, **kw):
+        locks.append(kw.get("lock"))
+        return shared(*a, **kw)
+    monkeypatch.setattr(hook, "answer_in_session", spy)
+    pdf = "extract the text of my scanned pdf with ocr"
+    history = [{"role": "user", "content": pdf},
+               {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                   "name": "skill_view", "arguments": '{"name": "pdf-ocr"}'}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "# pdf-ocr ..."}]
+    turns = [(pdf, [{"role": "user", "content": pdf}]), ("and the next scan?", history[:1]),
+             ("thanks!", history), ("rotate the kubernetes tls certificates", history)]
+    store, got, want = {}, [], []
+    for text, conversation in turns:
+        got.append(runtime.retrieve(state, text, "a", "cli", conversation))
+        memo = session.begin("a", "hermes", history=conversation, store=store)
+        view = runtime.turn_view(state, "a", "cli")
+        req = {"keep": lambda r: runtime.visibility.visible(r, view), "session_id": "a", "quiet": True,
+               "semantic": None, "_path": state["path"]}
+        want.append(shared("hermes", text, req, memo, idx=state["idx"], note={})[1])
+    assert got == want
+    assert [r["name"] for r in got[0]][:1] == ["pdf-ocr"] and got[3][0]["name"] == "k8s-cert-rotation"
+    mine, = state["memory"]["sessions"].values()
+    theirs, = store["sessions"].values()
+    assert dict(mine, t=0) == dict(theirs, t=0) and "pdf-ocr" in mine["l"]
+    assert locks == [state["mu"]] * len(turns)
+
+
+def test_the_plugin_holds_its_lock_around_the_memory_not_the_ranking(hermes_home, monkeypatch):
+    # Gateway turns run in several threads: the session store is touched
+    # under the plugin's lock, the ranking (the turn's own cost) outside it.
+    monkeypatch.setenv("SKILL_RETRIEVAL_SEMANTIC", "off")
+    from retriever import service, session
+    _, state = start()
+    held = {}
+    for mod, name in ((session, "begin"), (session, "contextualize"), (service, "answer"),
+                      (session, "filter"), (session, "record")):
+        def spy(*a, _f=getattr(mod, name), _n=name, **kw):
+            held.setdefault(_n, []).append(state["mu"].locked())
+            return _f(*a, **kw)
+        monkeypatch.setattr(mod, name, spy)
+    runtime.retrieve(state, "extract the text of my scanned pdf with ocr", "a", "cli", [])
+    assert held == {"begin": [True], "contextualize": [True], "answer": [False], "filter": [True], "record": [True]}
+
+
 def test_top_k_and_inject_k_are_honoured(hermes_home, monkeypatch):
     ctx, _ = start()
     query = "rotate kubernetes certificates, extract scanned pdf text, meeting transcript action items"

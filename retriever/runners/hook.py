@@ -209,18 +209,27 @@ def _answer(runner, opts, text, payload, note=None):
     return out, path
 
 
-def answer_in_session(runner, text, req, memo, idx=None, note=None):
+def answer_in_session(runner, text, req, memo, idx=None, note=None, lock=None):
     """``(output, injected results, index path or None)`` for one prompt
     of a session: ``service.answer`` for ``req`` (on ``idx`` when given),
     then, with a session memory ``memo`` (``session_memory``; None: no
     session), what the session already holds taken out and what this turn
-    injects remembered.  The hook's path, and the session eval's
-    (eval/sessions.py), so both measure the same thing."""
+    injects remembered.  The hook's path, the Hermes plugin's
+    (``hermes_plugin.runtime.retrieve``) and the session eval's
+    (eval/sessions.py), so all measure the same thing.
+
+    ``runner`` None: the caller renders (the plugin), so nothing is cut
+    to a cap and the output is None.  ``lock`` (a context manager, e.g.
+    a ``threading.Lock``) is held around each use of ``memo``, not
+    around the ranking: the plugin's gateway turns run in several
+    threads and share one session store."""
     from retriever import service
+    lock = _Unlocked() if lock is None else lock
     if memo is not None:
         # The earlier prompts' terms rank a short or referring turn.
         from retriever import session as memory
-        memory.contextualize(req, memo)
+        with lock:
+            memory.contextualize(req, memo)
     results, path = service.answer(text, req, idx=idx)
     from retriever.render import unlisted
     results = unlisted(results, req.get("searched"))
@@ -230,21 +239,37 @@ def answer_in_session(runner, text, req, memo, idx=None, note=None):
         # context): what the usage record keeps for learning.
         note.update(tier=tier, terms=(req.get("context") or {}).get("terms"), relearn=req.get("_relearn"))
     if memo is None:
-        out, n = fitted(runner, results)
+        out, n = _fit(runner, results)
         if note is not None:
             note["injected"] = results[:n]
         return out, results[:n], path
     # What the session already holds is taken out after the decision,
     # and what this turn injects (and its terms) remembered for the next.
-    memo["ranking"] = tier
-    held = set(memo["entry"]["l"]) if note is not None else None  # loads seen before this prompt
-    results = memory.filter(memo, results, text)
-    out, n = fitted(runner, results)
-    if note is not None:
-        from retriever import usage
-        note["injected"], note["loaded"] = results[:n], usage.loads_since(memo, held)
-    memory.record(memo, results[:n])
+    with lock:
+        memo["ranking"] = tier
+        held = set(memo["entry"]["l"]) if note is not None else None  # loads seen before this prompt
+        results = memory.filter(memo, results, text)
+        out, n = _fit(runner, results)
+        if note is not None:
+            from retriever import usage
+            note["injected"], note["loaded"] = results[:n], usage.loads_since(memo, held)
+        memory.record(memo, results[:n])
     return out, results[:n], path
+
+
+def _fit(runner, results):
+    # ``fitted``, or every result and no output when the caller renders.
+    return (None, len(results)) if runner is None else fitted(runner, results)
+
+
+class _Unlocked:
+    # ``answer_in_session``'s lock when none is given (no contextlib on
+    # the hook's import path).
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 # ------------------------------------------------- which tier answered
