@@ -88,16 +88,21 @@ def test_task_adjacent_chat_injects_nothing_new(hook):
     assert hook(chat) is None
 
 
+def _index(tmp_path, skills):
+    # An index of ``{name: description}`` skills, loaded.
+    from retriever import build, store
+    root = tmp_path / "skills"
+    for name, desc in skills.items():
+        make_skill(root, name, {"name": name, "description": desc})
+    build.build(build.resolve([str(root)]), str(tmp_path / "i.skr"), "default")
+    return store.load(str(tmp_path / "i.skr"))
+
+
 def test_the_context_ranks_but_never_counts_as_the_messages_own_evidence(tmp_path):
     # The earlier prompts' terms add to the scores only: coverage, the
     # known share and the terms the decision sees are the message's own.
-    from retriever import build, store
-    root = tmp_path / "skills"
-    make_skill(root, "airflow-dags", {"name": "airflow-dags", "description": "Airflow DAGs, sensors, schedules"})
-    make_skill(root, "home-sensors", {"name": "home-sensors", "description": "Home sensors and schedules"})
-    scope = build.resolve([str(root)])
-    build.build(scope, str(tmp_path / "i.skr"), "default")
-    idx = store.load(str(tmp_path / "i.skr"))
+    idx = _index(tmp_path, {"airflow-dags": "Airflow DAGs, sensors, schedules",
+                            "home-sensors": "Home sensors and schedules"})
     alone = query.parse(idx, "a sensor instead of a schedule?")
     ctx = {"prior": {"airflow": 1.0, "dag": 1.0}}
     within = query.parse(idx, "a sensor instead of a schedule?", ctx)
@@ -111,13 +116,9 @@ def test_the_skills_a_session_was_just_given_rank_its_short_turns(tmp_path):
     # CI skill the session was given a turn ago: the skill prior ranks it,
     # so the turn continues the session's work instead of bringing a near
     # skill; the message's own evidence is untouched.
-    from retriever import build, store
-    root = tmp_path / "skills"
-    make_skill(root, "gha-ci", {"name": "gha-ci", "description": "GitHub Actions workflows: restore, build, test"})
-    make_skill(root, "git-pushes", {"name": "git-pushes", "description": "Push branches to main, open pull requests"})
-    scope = build.resolve([str(root)])
-    build.build(scope, str(tmp_path / "i.skr"), "default")
-    idx = store.load(str(tmp_path / "i.skr"))
+    from retriever import store
+    idx = _index(tmp_path, {"gha-ci": "GitHub Actions workflows: restore, build, test",
+                            "git-pushes": "Push branches to main, open pull requests"})
     ci = next(store.doc(idx, n)[0] for n in range(2) if store.doc(idx, n)[1] == "gha-ci")
     text = "run it on pushes to main too"
     alone = query.parse(idx, text)
