@@ -5,7 +5,7 @@ precomputed per-(term, skill) weights over the query's unique terms.
 """
 
 from retriever.analyze import analyze
-from retriever.store import doc, find_term, postings
+from retriever.store import build_key, doc, find_term, postings
 from retriever.tokenize import is_cjk_token, tokenize, word_count
 
 # A pasted log or a whole file should not drown the request around it: keep
@@ -221,10 +221,18 @@ def _with_context(idx, context, acc, found, words):
     context["words"] = words
     top_own = max(acc.values()) if acc else 0.0
     skills = context.get("skills")
+    context["build"] = build = build_key(idx["header"])
     if skills and SKILL_PRIOR > 0.0:
         scale = SKILL_PRIOR * CONTEXT_HALF / (CONTEXT_HALF + words) * (top_own if top_own > 0.0 else 1.0)
+        # The skills' numbers in this build, as the session remembers them
+        # (``session.record``); a binary search for the others.
+        known = context.get("numbers")
+        known = known[1] if known and known[0] == build else {}
+        n_docs = idx["header"]["n_docs"]
         for rid, w in skills.items():
-            d = _doc_number(idx, rid)
+            d = known.get(rid)
+            if d is None or not 0 <= d < n_docs:  # (a state file is checked, not trusted)
+                d = _doc_number(idx, rid)
             if d >= 0:
                 acc[d] = acc.get(d, 0.0) + w * scale
     prior = context.get("prior")
@@ -257,8 +265,9 @@ def _with_context(idx, context, acc, found, words):
 
 def _doc_number(idx, rid):
     # The number of the skill with id ``rid``, or -1: skills are numbered
-    # in id order (a binary search reads about log2(N) records, 12 at
-    # 3,741 skills, for each of the few skills a session was just given).
+    # in id order.  A binary search reads about log2(N) records (12 at
+    # 3,741 skills, 0.7 ms a deep prompt when it ran for every recent
+    # skill on every turn), so the session keeps what it found.
     lo, hi = 0, idx["header"]["n_docs"]
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -337,7 +346,7 @@ def n_scored(terms, found):
 def _result(idx, n, s):
     rid, name, path, desc, vis = doc(idx, n)
     return {"id": rid, "name": name, "path": path, "score": round(s, 6),
-            "description": desc, "vis": vis}
+            "description": desc, "vis": vis, "n": n}
 
 
 def ranked(idx, acc, k, keep=None):

@@ -195,6 +195,8 @@ def contextualize(req, memo):
             skills[rid] = w
     if skills:
         context["skills"] = skills
+        if entry.get("k"):
+            context["numbers"] = entry["k"]  # their numbers in the build that ranked them
     v = entry.get("v")
     if v:
         # The encoder's side of the same context: the last prompt given a
@@ -287,6 +289,7 @@ def record(memo, injected):
         given += [[n, r["id"], r.get("score") or 0.0, memo["ranking"]] for r in injected]
         entry["g"] = given[-MAX_GIVEN:]
         entry["t"] = memo["now"]
+        _keep_numbers(entry, memo["context"] or {}, injected)
         own = (memo["context"] or {}).get("own")
         if own and injected:
             # A prompt that was given a skill sets the session's topic; chat
@@ -305,6 +308,24 @@ def record(memo, injected):
             save(memo["path"], sessions)
     except Exception as exc:  # memory is a saving, never a failure
         locate.log("session memory: not saved (%s: %s)" % (type(exc).__name__, exc))
+
+
+def _keep_numbers(entry, context, injected):
+    # The skill numbers of what the session holds (``entry["g"]``), in the
+    # index build that ranked this turn: the next turns' skill prior finds
+    # them without a search (``query._with_context``).
+    build = context.get("build")
+    if not build:
+        entry["k"] = None
+        return
+    old = entry.get("k")
+    numbers = dict(old[1]) if old and old[0] == build else {}
+    for r in injected:
+        if isinstance(r.get("n"), int):
+            numbers[r["id"]] = r["n"]
+    held = {g[1] for g in entry["g"]}
+    numbers = {rid: n for rid, n in numbers.items() if rid in held}
+    entry["k"] = [build, numbers] if numbers else None
 
 
 def asks_for(result, text, score_then):
@@ -566,7 +587,11 @@ def _clean(e):
     v = v if isinstance(v, list) and len(v) == 3 and isinstance(v[0], int) and v[0] <= n \
         and isinstance(v[1], str) and isinstance(v[2], list) and len(v[2]) <= 2 * MAX_COS and not len(v[2]) % 2 \
         and all(isinstance(x, int) and not isinstance(x, bool) for x in v[2]) else None
-    return {"t": float(t), "n": n, "g": g, "l": l, "x": x, "p": p, "v": v}
+    k = e.get("k")
+    k = k if isinstance(k, list) and len(k) == 2 and isinstance(k[0], str) and isinstance(k[1], dict) \
+        and len(k[1]) <= MAX_GIVEN and all(isinstance(r, str) and isinstance(d, int) and not isinstance(d, bool)
+                                           and d >= 0 for r, d in k[1].items()) else None
+    return {"t": float(t), "n": n, "g": g, "l": l, "x": x, "p": p, "v": v, "k": k}
 
 
 def _number(v):

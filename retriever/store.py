@@ -842,6 +842,12 @@ def df(idx, i):
     return b - a
 
 
+def build_key(header):
+    """The index build a skill number belongs to: the same string for the
+    same build, another after any rebuild (a skill's number can change)."""
+    return "%s %s %r" % (header.get("signature"), header.get("n_docs"), header.get("built_at"))
+
+
 def doc(idx, n):
     """The ``(id, name, path, description, vis)`` record of skill ``n``."""
     off = idx["doc_off"]

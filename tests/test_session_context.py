@@ -284,3 +284,35 @@ def test_a_turn_that_names_a_new_tool_gets_it_though_it_continues_the_session(cl
     # Still the postmortem's work, but it asks for Jira by name: the Jira
     # skill comes in (the postmortem one, a turn ago, is not given again).
     assert hook("now the jira tickets for the postmortem action items") == ["jira-tickets"]
+
+
+def test_the_session_keeps_its_skills_numbers_so_a_turn_searches_for_none(tmp_path, monkeypatch):
+    # The skill prior found each recent skill by a binary search over the
+    # index's records, on every turn: 0.7 ms of a deep prompt at 3,741
+    # skills.  The session keeps their numbers, for that index build only.
+    idx = _index(tmp_path, {"gha-ci": "GitHub Actions workflows: restore, build, test",
+                            "git-pushes": "Push branches to main, open pull requests"})
+    searched = []
+    real = query._doc_number
+    monkeypatch.setattr(query, "_doc_number", lambda i, rid: searched.append(rid) or real(i, rid))
+    store = {}
+
+    def turn(text, inject=True):
+        memo = session.begin("s", "claude-code", store=store)
+        req = {}
+        session.contextualize(req, memo)
+        results = query.search(idx, text, 3, decide=False, context=req["context"])
+        session.record(memo, results[:1] if inject else [])
+        return results
+
+    assert turn("set up github actions ci: restore, build, test")[0]["name"] == "gha-ci"
+    assert turn("run it on pushes to main too", inject=False) and searched == []
+    # Another build of the index (a skill added): its numbers are not trusted.
+    entry = next(iter(store["sessions"].values()))
+    entry["k"][0] = "another build"
+    turn("and on tags", inject=False)
+    assert searched == [entry["g"][0][1]]
+    # A number out of range (a hand-edited state file) is searched for too.
+    entry["k"] = [query.build_key(idx["header"]), {entry["g"][0][1]: 10 ** 6}]
+    turn("and on tags", inject=False)
+    assert len(searched) == 2

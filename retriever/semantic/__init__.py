@@ -204,7 +204,7 @@ def _candidates(idx, fused, acc, cos, keep, k):
         c = cos.get(d, 0.0)
         rid, name, path, desc, vis = store.doc(idx, d)
         r = {"id": rid, "name": name, "path": path, "score": round(f, 6), "description": desc,
-             "vis": vis, "cosine": round(c, 4), "bm25": round(acc.get(d, 0.0), 6)}
+             "vis": vis, "cosine": round(c, 4), "bm25": round(acc.get(d, 0.0), 6), "n": d}
         if keep is None or keep(r):
             cands.append({"n": d, "score": f, "cos": c, "result": r})
             if len(cands) >= k:

@@ -154,7 +154,8 @@ def timeout_s():
 def index_key(header):
     """The index build a request is about (the helper compares it with
     the file it has loaded, and reloads when the index changed)."""
-    return "%s %s %r" % (header.get("signature"), header.get("n_docs"), header.get("built_at"))
+    from retriever.store import build_key  # loaded already: the caller has the index
+    return build_key(header)
 
 
 def frame(payload):
