@@ -102,8 +102,7 @@ def evidence(idx, covered):
     library of any size).  Coverage is a share, so a message of one common
     word ("why is that table better?") covers a skill whole; its evidence
     is small."""
-    scale = _ln(1.0 + idx["header"]["n_docs"])
-    return covered / scale if scale > 0 else 0.0
+    return covered / idf_scale(idx)
 
 
 def head_terms(idx, name, description):
@@ -137,11 +136,16 @@ def name_idf(idx, found, name, learnt=()):
     shares a common word with a description at most.  ``learnt``: the
     user's own words for the skill (``retriever.learn``), names too."""
     idf = idx["idf"]
-    toks = set(analyze(name.replace("-", " ").replace("_", " "), idx["header"]["params"]["analyzer"]))
+    toks = name_terms(name, idx["header"]["params"]["analyzer"])
     toks.update(learnt)
     best = max((idf[i] for t, (i, _) in found.items() if t in toks), default=0.0)
-    scale = _ln(1.0 + idx["header"]["n_docs"])
-    return best / scale if scale > 0 else 0.0
+    return best / idf_scale(idx)
+
+
+def name_terms(name, opts):
+    """The analysed terms of a skill's name (its hyphens and underscores
+    as spaces), under the analyzer ``opts``: a set."""
+    return set(analyze(name.replace("-", " ").replace("_", " "), opts))
 
 
 def max_idf(idx, found):
@@ -150,8 +154,17 @@ def max_idf(idx, found):
     has, in a library of any size)."""
     idf = idx["idf"]
     best = max((idf[i] for i, _ in found.values()), default=0.0)
-    scale = _ln(1.0 + idx["header"]["n_docs"])
-    return best / scale if scale > 0 else 0.0
+    return best / idf_scale(idx)
+
+
+def idf_scale(idx):
+    """``ln(1 + N)`` for a library of N skills: the IDF of a term only one
+    skill holds, about, and so the scale every rarity feature is read
+    against.  Computed once per loaded index."""
+    scale = idx.get("_idf_scale")
+    if scale is None:
+        scale = idx["_idf_scale"] = _ln(1.0 + idx["header"]["n_docs"]) or 1.0
+    return scale
 
 
 def _ln(x):

@@ -214,8 +214,8 @@ def _with_context(idx, context, acc, found, words):
     context["own"] = own[:CONTEXT_TERMS]
     # How rare each is (its IDF against ln(1 + N), as the decision's "rare
     # term in the name"), for ``session.asks_for_new``.
-    from retriever.decide import _ln  # loaded already: the decision needs it; no math import
-    scale = _ln(1.0 + idx["header"]["n_docs"]) or 1.0
+    from retriever.decide import idf_scale  # loaded already: the decision needs it; no math import
+    scale = idf_scale(idx)
     context["rarity"] = {t: idf[found[t][0]] / scale for t in context["own"]}
     context["analyzer"] = idx["header"]["params"]["analyzer"]
     context["words"] = words
@@ -223,7 +223,7 @@ def _with_context(idx, context, acc, found, words):
     skills = context.get("skills")
     context["build"] = build = build_key(idx["header"])
     if skills and SKILL_PRIOR > 0.0:
-        scale = SKILL_PRIOR * CONTEXT_HALF / (CONTEXT_HALF + words) * (top_own if top_own > 0.0 else 1.0)
+        weight = SKILL_PRIOR * CONTEXT_HALF / (CONTEXT_HALF + words) * (top_own if top_own > 0.0 else 1.0)
         # The skills' numbers in this build, as the session remembers them
         # (``session.record``); a binary search for the others.
         known = context.get("numbers")
@@ -234,7 +234,7 @@ def _with_context(idx, context, acc, found, words):
             if d is None or not 0 <= d < n_docs:  # (a state file is checked, not trusted)
                 d = _doc_number(idx, rid)
             if d >= 0:
-                acc[d] = acc.get(d, 0.0) + w * scale
+                acc[d] = acc.get(d, 0.0) + w * weight
     prior = context.get("prior")
     if not prior:
         return
@@ -249,7 +249,7 @@ def _with_context(idx, context, acc, found, words):
     # Only the context's rarer terms are scored: they carry the session's
     # topic, and a common one's long postings cost the most (at 3,741
     # skills the context took half of a deep prompt's 9 ms).
-    more, _ = score(idx, list(extra), extra, CONTEXT_MIN_IDF * _ln(1.0 + idx["header"]["n_docs"]))
+    more, _ = score(idx, list(extra), extra, CONTEXT_MIN_IDF * scale)
     if not more:
         return
     # Relative to the message's own best score: the context reorders what

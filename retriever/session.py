@@ -271,10 +271,9 @@ def asks_for_new(context, recent, results, tier=True):
     rare = {t for t, r in (context.get("rarity") or {}).items() if r >= floor}
     if not rare:
         return False
-    from retriever.analyze import analyze  # loaded already: the message was analysed
+    from retriever.decide import name_terms  # loaded already: the answer was decided
     opts = context.get("analyzer") or {}
-    return any(r["id"] not in recent and not rare.isdisjoint(analyze(r["name"].replace("-", " ").replace("_", " "), opts))
-               for r in results)
+    return any(r["id"] not in recent and not rare.isdisjoint(name_terms(r["name"], opts)) for r in results)
 
 
 def record(memo, injected):
